@@ -1,0 +1,3 @@
+from grpo_ext.cli import main
+
+raise SystemExit(main())

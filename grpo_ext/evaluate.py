@@ -1,0 +1,78 @@
+"""Score a model on held-out prompts: sample N completions per prompt, score them with the rewards.
+
+Completions are handed to the rewards exactly as TRL hands them during training (message lists for
+chat prompts, strings otherwise), so an eval score means the same as a training reward.
+"""
+
+import statistics
+
+
+def _prompt_texts(tokenizer, prompts: list) -> list[str]:
+    if prompts and isinstance(prompts[0], list):
+        return [tokenizer.apply_chat_template(p, add_generation_prompt=True, tokenize=False) for p in prompts]
+    return list(prompts)
+
+
+def generate(model, tokenizer, prompts: list, *, samples: int, max_new_tokens: int, temperature: float,
+             batch_size: int, seed: int) -> list[list[str]]:
+    """``samples`` completions for each prompt (a list per prompt)."""
+    import torch
+
+    torch.manual_seed(seed)
+    texts = _prompt_texts(tokenizer, prompts)
+    per_batch = max(1, batch_size // samples)
+    out: list[list[str]] = []
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    try:
+        for start in range(0, len(texts), per_batch):
+            chunk = texts[start:start + per_batch]
+            enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+            sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
+            with torch.no_grad():
+                ids = model.generate(**enc, max_new_tokens=max_new_tokens, num_return_sequences=samples,
+                                     pad_token_id=tokenizer.pad_token_id, top_k=0, top_p=1.0, **sampling)
+            decoded = tokenizer.batch_decode(ids[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
+            out.extend(decoded[i * samples:(i + 1) * samples] for i in range(len(chunk)))
+    finally:
+        model.train(was_training)
+    return out
+
+
+def score(rows: list[dict], completions: list[list[str]], reward_funcs: list, *, chat: bool,
+          pass_threshold: float, tokenizer=None) -> dict:
+    """Per reward: mean score and pass rate (share of samples scoring ≥ pass_threshold)."""
+    flat_prompts, flat_completions, extra = [], [], {}
+    for row, comps in zip(rows, completions):
+        for text in comps:
+            flat_prompts.append(row["prompt"])
+            flat_completions.append([{"role": "assistant", "content": text}] if chat else text)
+            for key, value in row.items():
+                if key != "prompt":
+                    extra.setdefault(key, []).append(value)
+    result = {"rewards": {}, "samples": len(flat_completions)}
+    for fn in reward_funcs:
+        scores = fn(prompts=flat_prompts, completions=flat_completions, **extra)
+        judged = [s for s in scores if s is not None]
+        result["rewards"][fn.__name__] = {
+            "mean": round(statistics.fmean(judged), 4) if judged else None,
+            "pass_rate": round(sum(s >= pass_threshold for s in judged) / len(judged), 4) if judged else None,
+            "judged": len(judged),
+        }
+    if tokenizer is not None:
+        lengths = [len(tokenizer(c, add_special_tokens=False)["input_ids"]) for comps in completions for c in comps]
+        result["mean_length"] = round(statistics.fmean(lengths), 2) if lengths else 0.0
+    result["examples"] = [
+        {"prompt": row["prompt"] if isinstance(row["prompt"], str) else row["prompt"][-1]["content"], "completions": comps[:3]}
+        for row, comps in zip(rows[:3], completions[:3])
+    ]
+    return result
+
+
+def evaluate(model, tokenizer, rows: list[dict], reward_funcs: list, eval_cfg: dict, *, chat: bool,
+             temperature: float, max_new_tokens: int, seed: int) -> dict:
+    completions = generate(model, tokenizer, [r["prompt"] for r in rows], samples=eval_cfg["samples"],
+                           max_new_tokens=max_new_tokens, temperature=temperature,
+                           batch_size=eval_cfg["batch_size"], seed=seed)
+    return score(rows, completions, reward_funcs, chat=chat, pass_threshold=eval_cfg["pass_threshold"], tokenizer=tokenizer)

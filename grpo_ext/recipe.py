@@ -1,0 +1,307 @@
+"""Recipes: load a YAML file (or a shipped recipe by name), apply ``key=value`` overrides, validate.
+
+Everything here is plain Python and PyYAML: a recipe is checked completely, all problems reported at
+once with their key paths, before torch, transformers or trl is imported. The ``training:`` section
+holds GRPOConfig keys under TRL's own names; ``compat`` checks and translates them for the installed TRL.
+"""
+
+import copy
+import difflib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from grpo_ext import catalog, compat
+from grpo_ext.errors import RecipeError
+
+MAX_RECIPE_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One recipe key: the YAML kinds it accepts, its default, and (optionally) the values allowed."""
+
+    kinds: tuple[str, ...]
+    default: object = None
+    choices: tuple | None = None
+    required: bool = False
+    minimum: float | None = None
+    doc: str = ""
+
+
+SCHEMA: dict[str, dict[str, Spec]] = {
+    "model": {
+        "name": Spec(("str",), required=True, doc="catalog alias, hub id, local directory or .gguf file"),
+        "dtype": Spec(("str",), "auto", ("auto", "float32", "bfloat16", "float16"), doc="weights dtype; auto: float32 on CPU, bf16 on a GPU that has it"),
+        "trust_remote_code": Spec(("bool",), False, doc="run model code from the hub repository (off unless you trust it)"),
+        "revision": Spec(("str", "null"), None, doc="hub branch, tag or commit"),
+    },
+    "data": {
+        "prompts": Spec(("list", "null"), None, doc="training prompts, one string each"),
+        "file": Spec(("str", "null"), None, doc=".jsonl, .json or .csv file with a prompt column (relative to the recipe)"),
+        "prompt_column": Spec(("str",), "prompt", doc="column of `file` holding the prompt text"),
+        "system_prompt": Spec(("str", "null"), None, doc="system message put before every prompt in chat format"),
+        "chat": Spec(("str", "bool"), "auto", ("auto", True, False), doc="format prompts as chat messages; auto: when the tokenizer has a chat template"),
+        "eval_prompts": Spec(("list", "null"), None, doc="held-out prompts scored before and after training"),
+    },
+    "eval": {
+        "enabled": Spec(("bool",), True, doc="score eval_prompts before and after training"),
+        "samples": Spec(("int",), 8, minimum=1, doc="completions sampled per eval prompt"),
+        "temperature": Spec(("float", "null"), None, minimum=0, doc="sampling temperature; null: training.temperature"),
+        "max_new_tokens": Spec(("int", "null"), None, minimum=1, doc="null: training.max_completion_length"),
+        "pass_threshold": Spec(("float",), 1.0, doc="a sample passes a reward when its score is at least this"),
+        "batch_size": Spec(("int",), 64, minimum=1, doc="sequences generated at once"),
+    },
+    "reward": {
+        "name": Spec(("str",), required=True, doc="registry name, module:function, file.py:function or entry point"),
+        "weight": Spec(("float",), 1.0, doc="weight in the summed reward (TRL reward_weights)"),
+        "args": Spec(("dict",), {}, doc="keyword arguments for a reward factory"),
+    },
+}
+
+TOP_LEVEL: dict[str, Spec] = {
+    "model": Spec(("dict",), required=True),
+    "data": Spec(("dict",), required=True),
+    "rewards": Spec(("list",), required=True),
+    "training": Spec(("dict",), {}),
+    "eval": Spec(("dict",), {}),
+    "output_dir": Spec(("str",), required=True),
+    "seed": Spec(("int",), 0),
+}
+
+_KIND_OF = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict", type(None): "null"}
+
+
+def kind_of(value) -> str:
+    return _KIND_OF.get(type(value), type(value).__name__)
+
+
+def coerce(value, kinds: tuple[str, ...] | list[str]):
+    """Return (value, ok). An int is a valid float; YAML reads ``1e-5`` as a string, so a numeric
+    string is converted where a float is expected."""
+    kind = kind_of(value)
+    if "any" in kinds or kind in kinds:
+        return value, True
+    if "float" in kinds and kind == "int":
+        return value, True
+    if "float" in kinds and kind == "str":
+        try:
+            return float(value), True
+        except ValueError:
+            return value, False
+    return value, False
+
+
+def describe_kinds(kinds) -> str:
+    names = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false", "list": "a list", "dict": "a mapping", "null": "null"}
+    return " or ".join(names.get(k, k) for k in kinds)
+
+
+def suggest(name: str, options) -> str:
+    hint = difflib.get_close_matches(name, list(options), n=1, cutoff=0.6)
+    return f"; did you mean {hint[0]!r}?" if hint else f"; valid keys: {', '.join(sorted(options))}"
+
+
+@dataclass
+class Recipe:
+    """A validated recipe: ``data`` holds every section with defaults filled in."""
+
+    data: dict
+    path: Path | None
+    base_dir: Path
+    given: dict = field(default_factory=dict)  # the recipe as written, after overrides
+
+    def __getitem__(self, key):
+        return self.data[key]
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.data, sort_keys=False, allow_unicode=True)
+
+
+def locate(ref: str) -> Path:
+    """A recipe path, or a shipped recipe's name (``digit``)."""
+    path = Path(ref).expanduser()
+    if path.is_file():
+        return path
+    shipped = catalog.shipped_recipes()
+    if ref in shipped:
+        return shipped[ref]
+    if path.suffix in (".yaml", ".yml") or "/" in ref:
+        raise RecipeError(f"recipe file {ref!r} does not exist; shipped recipes: {', '.join(shipped) or 'none'}")
+    raise RecipeError(f"no recipe file or shipped recipe named {ref!r}{suggest(ref, shipped)}")
+
+
+def read_yaml(path: Path) -> dict:
+    if path.stat().st_size > MAX_RECIPE_BYTES:
+        raise RecipeError(f"recipe file is {path.stat().st_size} bytes; a recipe is at most {MAX_RECIPE_BYTES}", str(path))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise RecipeError(f"recipe is not UTF-8 text ({exc.reason} at byte {exc.start})", str(path)) from None
+    try:
+        doc = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise RecipeError(f"YAML syntax error at {where}{problem}", str(path)) from None
+    if not isinstance(doc, dict):
+        raise RecipeError(f"a recipe is a mapping of sections (model, data, rewards, training, ...), not {kind_of(doc)}", str(path))
+    return doc
+
+
+def parse_override(text: str) -> tuple[list[str | int], object]:
+    """``training.learning_rate=1e-5`` → (['training', 'learning_rate'], 1e-05). Values are read as YAML."""
+    key, sep, raw = text.partition("=")
+    if not sep or not key or any(not part for part in key.split(".")):
+        raise RecipeError(f"override {text!r} must look like section.key=value (e.g. training.max_steps=5)")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else None
+    except yaml.YAMLError:
+        value = raw
+    return [int(p) if p.isdigit() else p for p in key.split(".")], value
+
+
+def apply_overrides(doc: dict, overrides: list[str]) -> dict:
+    doc = copy.deepcopy(doc)
+    for text in overrides:
+        keys, value = parse_override(text)
+        node = doc
+        for depth, key in enumerate(keys[:-1]):
+            nxt = node[key] if isinstance(node, list) and isinstance(key, int) and key < len(node) else (
+                node.get(key) if isinstance(node, dict) else None)
+            if nxt is None:
+                if not isinstance(node, dict):
+                    raise RecipeError(f"override {text!r}: {'.'.join(map(str, keys[:depth + 1]))} does not exist")
+                nxt = node[key] = {}
+            if not isinstance(nxt, (dict, list)):
+                raise RecipeError(f"override {text!r}: {'.'.join(map(str, keys[:depth + 1]))} is {kind_of(nxt)}, not a section")
+            node = nxt
+        last = keys[-1]
+        if isinstance(node, list):
+            if not isinstance(last, int) or last >= len(node):
+                raise RecipeError(f"override {text!r}: index {last} is out of range (the list has {len(node)} items)")
+        node[last] = value
+    return doc
+
+
+def _check_section(section: dict, schema: dict[str, Spec], path: str, problems: list[str]) -> dict:
+    """Fill defaults and check kinds, choices and minimums; unknown keys get a suggestion."""
+    out = {}
+    for key, value in section.items():
+        where = f"{path}.{key}" if path else str(key)
+        if key not in schema:
+            problems.append(f"{where}: unknown key{suggest(str(key), schema)}")
+            continue
+        spec = schema[key]
+        value, ok = coerce(value, spec.kinds)
+        if not ok:
+            problems.append(f"{where}: expected {describe_kinds(spec.kinds)}, got {kind_of(value)} {value!r:.60}")
+            continue
+        if spec.choices is not None and value not in spec.choices:
+            problems.append(f"{where}: {value!r} is not one of {', '.join(map(repr, spec.choices))}")
+            continue
+        if spec.minimum is not None and isinstance(value, (int, float)) and value < spec.minimum:
+            problems.append(f"{where}: must be at least {spec.minimum}, got {value}")
+            continue
+        out[key] = value
+    for key, spec in schema.items():
+        if key not in section:
+            if spec.required:
+                problems.append(f"{f'{path}.' if path else ''}{key}: missing; {spec.doc or 'required'}")
+            else:
+                out[key] = copy.deepcopy(spec.default)
+    return out
+
+
+def _check_prompts(value, path: str, problems: list[str]) -> None:
+    if value is None:
+        return
+    if not value:
+        problems.append(f"{path}: is empty; give at least one prompt")
+    for i, p in enumerate(value):
+        if not isinstance(p, str) or not p.strip():
+            problems.append(f"{path}[{i}]: each prompt is a non-empty string, got {kind_of(p)} {p!r:.40}")
+
+
+def _check_rewards(value: list, problems: list[str]) -> list[dict]:
+    out = []
+    if not value:
+        problems.append("rewards: is empty; name at least one reward (see `grpo-ext rewards`)")
+    for i, entry in enumerate(value):
+        where = f"rewards[{i}]"
+        if isinstance(entry, str):
+            entry = {"name": entry}
+        if not isinstance(entry, dict):
+            problems.append(f"{where}: a reward is a name or a mapping with name, weight, args; got {kind_of(entry)}")
+            continue
+        out.append(_check_section(entry, SCHEMA["reward"], where, problems))
+    return out
+
+
+def validate(doc: dict, path: Path | None = None) -> Recipe:
+    """Check a recipe mapping; return a Recipe or raise RecipeError listing every problem."""
+    problems: list[str] = []
+    source = str(path) if path else None
+    base_dir = path.parent if path else Path.cwd()
+    top = _check_section(doc, TOP_LEVEL, "", problems)
+    if problems:
+        raise RecipeError(problems, source)
+
+    data = {
+        "model": _check_section(top["model"], SCHEMA["model"], "model", problems),
+        "data": _check_section(top["data"], SCHEMA["data"], "data", problems),
+        "rewards": _check_rewards(top["rewards"], problems),
+        "training": dict(top["training"]),
+        "eval": _check_section(top["eval"], SCHEMA["eval"], "eval", problems),
+        "output_dir": top["output_dir"],
+        "seed": top["seed"],
+    }
+
+    d = data["data"]
+    _check_prompts(d.get("prompts"), "data.prompts", problems)
+    _check_prompts(d.get("eval_prompts"), "data.eval_prompts", problems)
+    if "prompts" in d and "file" in d:
+        if d["prompts"] is None and d["file"] is None:
+            problems.append("data: give prompts (a list of strings) or file (a .jsonl/.json/.csv with a prompt column)")
+        elif d["file"] is not None:
+            file = Path(d["file"]).expanduser()
+            file = file if file.is_absolute() else base_dir / file
+            if not file.is_file():
+                problems.append(f"data.file: {str(file)!r} does not exist; paths are relative to the recipe's folder")
+            elif file.suffix not in (".jsonl", ".json", ".csv"):
+                problems.append(f"data.file: {file.suffix or 'no extension'} is not supported; use .jsonl, .json or .csv")
+    if data["eval"].get("enabled") and d.get("eval_prompts") is None:
+        problems.append("data.eval_prompts: missing; give held-out prompts, or set eval.enabled: false")
+
+    name = data["model"].get("name")
+    if isinstance(name, str) and name not in catalog.MODELS:
+        looks_local = name.startswith((".", "/", "~")) or name.endswith(".gguf")
+        local = Path(name).expanduser()
+        local = local if local.is_absolute() else base_dir / local
+        if looks_local and not local.exists():
+            problems.append(f"model.name: {str(local)!r} does not exist; give a catalog alias ({', '.join(catalog.MODELS)}), a hub id or a local path")
+        elif not looks_local and name.count("/") != 1:
+            problems.append(f"model.name: {name!r} is not a catalog alias, a hub id (org/name) or a local path{suggest(name, catalog.MODELS)}")
+
+    problems.extend(compat.check_training(data["training"]))
+
+    if not problems:
+        from grpo_ext import rewards
+
+        for i, entry in enumerate(data["rewards"]):
+            try:
+                rewards.build(entry["name"], entry["args"], base_dir, f"rewards[{i}]")
+            except RecipeError as exc:
+                problems.extend(exc.problems)
+    if problems:
+        raise RecipeError(problems, source)
+    return Recipe(data=data, path=path, base_dir=base_dir, given=doc)
+
+
+def load(ref: str, overrides: list[str] | None = None) -> Recipe:
+    """Locate, read, override and validate a recipe."""
+    path = locate(ref)
+    doc = read_yaml(path)
+    return validate(apply_overrides(doc, overrides or []), path)

@@ -1,0 +1,165 @@
+"""Reward registry: names → reward factories, plus user rewards by module path, file path or entry point.
+
+A reward follows TRL's contract: ``fn(completions, **kwargs) -> list[float | None]``. Completions are
+strings (plain-text prompts) or message lists (chat prompts); dataset columns arrive as keyword
+arguments. Each registry entry is a *factory*: called with the recipe's ``args`` it returns the reward
+function, whose ``__name__`` is the metric name TRL logs.
+
+How a recipe names a reward (``rewards[i].name``):
+
+- a registry name: ``digit_exact`` (see ``grpo-ext rewards``);
+- ``package.module:function``: an importable module;
+- ``path/to/file.py:function``: a file, relative to the recipe's folder;
+- a name that an installed package registers in the ``grpo_ext.rewards`` entry-point group.
+
+With ``args``, the named object is called with them to build the reward; without, it is the reward.
+"""
+
+import difflib
+import importlib
+import importlib.metadata
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from grpo_ext.errors import RecipeError
+
+ENTRY_POINT_GROUP = "grpo_ext.rewards"
+
+RewardFunc = Callable[..., list[float | None]]
+
+REGISTRY: dict[str, Callable[..., RewardFunc]] = {}
+
+
+def register(name: str, *, factory: bool = False):
+    """Add a built-in reward to the registry under ``name``.
+
+    A plain reward function is registered as a factory that takes no arguments; with ``factory=True``
+    the decorated function itself is the factory and its keyword arguments are the recipe's ``args``.
+    """
+
+    def decorate(fn):
+        if name in REGISTRY:
+            raise ValueError(f"reward {name!r} is registered twice")
+        REGISTRY[name] = fn if factory else _constant_factory(fn)
+        return fn
+
+    return decorate
+
+
+class _constant_factory:
+    """Factory of a reward that takes no arguments; picklable, keeps the reward's docstring."""
+
+    def __init__(self, fn: RewardFunc):
+        self.fn = fn
+        self.__doc__ = fn.__doc__
+        self.__signature__ = inspect.Signature()
+
+    def __call__(self) -> RewardFunc:
+        return self.fn
+
+
+def is_reference(name: str) -> bool:
+    """True for ``module:function`` and ``file.py:function`` references."""
+    return ":" in name
+
+
+def entry_points() -> dict[str, importlib.metadata.EntryPoint]:
+    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def known_names() -> list[str]:
+    return sorted(set(REGISTRY) | set(entry_points()))
+
+
+def _import_reference(name: str, base_dir: Path) -> object:
+    target, _, attr = name.rpartition(":")
+    if not target or not attr:
+        raise LookupError(f"reward reference {name!r} must look like 'module:function' or 'file.py:function'")
+    if target.endswith(".py"):
+        path = Path(target).expanduser()
+        if not path.is_absolute():
+            path = base_dir / path
+        if not path.is_file():
+            raise LookupError(f"reward file {str(path)!r} does not exist; give a path relative to the recipe's folder")
+        module_name = f"grpo_ext_user_rewards.{path.stem}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise LookupError(f"importing reward file {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
+    else:
+        try:
+            module = importlib.import_module(target)
+        except Exception as exc:
+            raise LookupError(f"importing module {target!r} failed: {type(exc).__name__}: {exc}") from exc
+    if not hasattr(module, attr):
+        options = [n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")]
+        hint = difflib.get_close_matches(attr, options, n=1)
+        more = f"; did you mean {hint[0]!r}?" if hint else ""
+        raise LookupError(f"{target!r} has no attribute {attr!r}{more}")
+    return getattr(module, attr)
+
+
+def find(name: str, base_dir: Path) -> tuple[Callable, bool]:
+    """Look a reward up by name. Returns (object, is_factory). Raises LookupError with a one-line reason."""
+    if name in REGISTRY:
+        return REGISTRY[name], True
+    if is_reference(name):
+        return _import_reference(name, base_dir), False
+    eps = entry_points()
+    if name in eps:
+        try:
+            return eps[name].load(), False
+        except Exception as exc:
+            raise LookupError(
+                f"entry point {name!r} of package {eps[name].dist.name if eps[name].dist else '?'} failed to load: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+    hint = difflib.get_close_matches(name, known_names(), n=1)
+    more = f"did you mean {hint[0]!r}?" if hint else "see `grpo-ext rewards` for the names"
+    raise LookupError(f"unknown reward {name!r}; {more}")
+
+
+def build(name: str, args: dict, base_dir: Path, path: str) -> RewardFunc:
+    """Build the reward that ``rewards[i]`` names, or raise RecipeError naming the key path ``path``."""
+    try:
+        obj, is_factory = find(name, base_dir)
+    except LookupError as exc:
+        raise RecipeError(f"{path}.name: {exc}") from None
+    if not callable(obj):
+        raise RecipeError(f"{path}.name: {name!r} is a {type(obj).__name__}, not a function")
+    if is_factory or args:
+        try:
+            inspect.signature(obj).bind(**args)
+        except TypeError as exc:
+            params = ", ".join(p for p in inspect.signature(obj).parameters if p != "kwargs") or "none"
+            raise RecipeError(f"{path}.args: {exc} (arguments of {name!r}: {params})") from None
+        except ValueError:
+            pass
+        fn = obj(**args)
+        if not callable(fn):
+            raise RecipeError(f"{path}: calling {name!r} with args did not return a function")
+        return fn
+    return obj
+
+
+def completion_text(completion: str | list | dict) -> str:
+    """The text of one completion, whether plain text or a list of chat messages.
+
+    >>> completion_text("7")
+    '7'
+    >>> completion_text([{"role": "assistant", "content": " 7 "}])
+    ' 7 '
+    """
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, dict):
+        return str(completion.get("content") or "")
+    if isinstance(completion, list):
+        return "".join(completion_text(m) for m in completion if not isinstance(m, dict) or m.get("role", "assistant") == "assistant")
+    return str(completion)

@@ -1,0 +1,257 @@
+"""Train a model with GRPO from a YAML recipe.
+
+    python -m grpo_ext.train recipes/digit.yaml [section.key=value ...] [--dry-run] [--overwrite]
+
+GRPO (Group Relative Policy Optimization) samples a group of completions per prompt, scores each with
+the recipe's reward functions, and pushes the policy towards the completions that beat their group's
+mean; there is no value network. TRL's GRPOTrainer does the work. This module reads as one story:
+recipe → rewards → model → data → trainer → eval before → train → eval after → run directory.
+
+Exit status: 0 done; 2 bad input (one ``error:`` line per problem, nothing written); 1 failed while running.
+"""
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import platform
+import shutil
+import sys
+import time
+import warnings
+from pathlib import Path
+
+from grpo_ext import compat, models
+from grpo_ext.errors import RecipeError, RunError
+from grpo_ext.recipe import Recipe, load
+
+# GRPOConfig keys whose TRL default moved between versions; a dry run always shows them.
+MOVED_DEFAULTS = ["beta", "temperature", "top_k", "loss_type", "scale_rewards", "max_completion_length", "vllm_mode",
+                  "learning_rate", "num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
+                  "max_steps", "gradient_checkpointing", "logging_steps", "use_bias_correction_kl"]
+
+
+def say(message: str) -> None:
+    print(f"grpo_ext: {message}", file=sys.stderr, flush=True)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m grpo_ext.train", description=__doc__.split("\n\n")[0])
+    p.add_argument("recipe", help="recipe file, or a shipped recipe's name (see `grpo-ext ls`)")
+    p.add_argument("overrides", nargs="*", help="section.key=value overrides, e.g. training.max_steps=5")
+    p.add_argument("--dry-run", action="store_true", help="validate, resolve, print the effective GRPOConfig; load no weights")
+    p.add_argument("--overwrite", action="store_true", help="replace a previous run in output_dir")
+    p.add_argument("--verbose", action="store_true", help="show third-party warnings and logs")
+    return p.parse_args(argv)
+
+
+def build_rewards(recipe: Recipe) -> tuple[list, list[float]]:
+    """Reward callables named uniquely for TRL's metrics, and their weights."""
+    from grpo_ext import rewards
+    from grpo_ext.rewards.guard import Guarded
+
+    funcs, weights, seen = [], [], {}
+    for i, entry in enumerate(recipe["rewards"]):
+        fn = rewards.build(entry["name"], entry["args"], recipe.base_dir, f"rewards[{i}]")
+        base = entry["name"] if entry["name"] in rewards.REGISTRY else getattr(fn, "__name__", f"reward_{i}")
+        seen[base] = seen.get(base, 0) + 1
+        funcs.append(Guarded(fn, base if seen[base] == 1 else f"{base}_{seen[base]}"))
+        weights.append(entry["weight"])
+    return funcs, weights
+
+
+def config_kwargs(recipe: Recipe, weights: list[float]) -> tuple[dict, list[str], dict[str, str]]:
+    training = dict(recipe["training"])
+    if "reward_weights" in training:
+        raise RecipeError("training.reward_weights: set each reward's weight in rewards[i].weight instead")
+    kwargs, notes, marks = compat.translate(training)
+    kwargs["reward_weights"] = weights
+    kwargs["output_dir"] = recipe["output_dir"]
+    kwargs["seed"] = recipe["seed"]
+    return kwargs, notes, marks
+
+
+def dry_run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], marks: dict[str, str]) -> None:
+    source = models.resolve(recipe["model"]["name"], recipe.base_dir)
+    cached = models.checkpoint_dir(source)
+    state = "" if cached is None else (f"; cached at {cached}" if models.is_cached(source) else "; first run fetches and converts it")
+    data = recipe["data"]
+    n_train = f"file {data['file']}" if data["file"] else f"{len(data['prompts'])} prompts"
+    print(f"recipe: {recipe.path} (valid)")
+    print(f"model: {source.describe()}{state}")
+    print("rewards: " + ", ".join(f"{f.__name__} (weight {w})" for f, w in zip(funcs, kwargs["reward_weights"])))
+    print(f"data: {n_train}; {len(data['eval_prompts'] or [])} eval prompts; chat format: {data['chat']}")
+    print(f"output_dir: {recipe['output_dir']}")
+    print(f"trl {compat.trl_version()}: effective GRPOConfig (TRL defaults from the trl {compat.fields_version()} table)")
+    keys = list(dict.fromkeys([*kwargs, *MOVED_DEFAULTS]))
+    given = recipe["training"]
+    for key in keys:
+        if key in kwargs:
+            value = kwargs[key]
+            origin = marks.get(key) or ("recipe" if key in given else "grpo_ext default" if key in compat.OUR_DEFAULTS else "recipe")
+        else:
+            value, origin = compat.fields().get(key, {}).get("default"), "trl default"
+        print(f"  {key:<32} {json.dumps(value, ensure_ascii=False)[:60]:<24} {origin}")
+    for key, mark in marks.items():
+        if mark == "dropped":
+            print(f"  {key:<32} {'-':<24} dropped for trl {compat.trl_version()}")
+    print("  use_cpu, bf16                    decided at launch from the device (no GPU: use_cpu=true, bf16=false)")
+    for note in notes:
+        print(f"note: {note}")
+
+
+def prepare_run_dir(recipe: Recipe, overwrite: bool) -> Path:
+    run_dir = Path(recipe["output_dir"])
+    if run_dir.exists() and any(run_dir.iterdir()):
+        if not overwrite:
+            raise RecipeError(f"output_dir: {run_dir} already holds a run; pass --overwrite to replace it, "
+                              f"or choose another: output_dir=runs/new")
+        shutil.rmtree(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    return run_dir
+
+
+def quiet_third_parties(verbose: bool) -> None:
+    if verbose:
+        return
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    warnings.filterwarnings("ignore")
+    for name in ("transformers", "trl", "accelerate", "datasets", "peft", "bitsandbytes", "torch"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    with contextlib.suppress(ImportError):
+        import datasets
+
+        datasets.disable_progress_bars()
+    with contextlib.suppress(ImportError):
+        import transformers
+
+        transformers.utils.logging.set_verbosity_error()
+        transformers.utils.logging.disable_progress_bar()
+
+
+def versions() -> dict[str, str]:
+    import importlib.metadata as md
+
+    return {name: md.version(name) for name in ("trl", "transformers", "torch", "accelerate", "datasets")} | {
+        "python": platform.python_version()}
+
+
+def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Path, verbose: bool) -> dict:
+    quiet_third_parties(verbose)
+    import torch
+    from accelerate import PartialState
+    from transformers import set_seed
+
+    from grpo_ext import data, evaluate, report
+
+    is_main = PartialState().is_main_process
+    log = say if is_main else (lambda _msg: None)
+    for note in notes:
+        log(note)
+    has_cuda = torch.cuda.is_available()
+    for note in compat.hardware_defaults(kwargs, has_cuda, has_cuda and torch.cuda.is_bf16_supported()):
+        log(note)
+    set_seed(recipe["seed"])
+
+    # Model and data
+    model, tokenizer, described = models.load(recipe["model"], recipe.base_dir, log)
+    chat = data.use_chat(recipe["data"], tokenizer)
+    train_set = data.dataset(recipe["data"], recipe.base_dir, chat)
+    eval_rows = list(data.dataset(recipe["data"], recipe.base_dir, chat, key="eval_prompts")) if recipe["eval"]["enabled"] else []
+    log(f"data: {len(train_set)} training prompts, {len(eval_rows)} eval prompts, {'chat messages' if chat else 'plain text'}")
+
+    # Trainer
+    args = compat.make_config(kwargs)
+    metrics = report.MetricsLog(run_dir / "metrics.jsonl", is_main, log)
+    trainer = compat.make_trainer(model=model, reward_funcs=funcs, args=args, train_dataset=train_set,
+                                  tokenizer=tokenizer, callbacks=[metrics])
+    if args.disable_tqdm:
+        from transformers import PrinterCallback
+
+        trainer.remove_callback(PrinterCallback)  # our own progress line replaces the raw log dicts
+
+    summary = {"recipe": str(recipe.path), "model": described, "versions": versions(), "status": "running",
+               "steps": 0, "train_seconds": None, "reward_first": None, "reward_last": None,
+               "eval_before": None, "eval_after": None}
+    if is_main:
+        (run_dir / "recipe.yaml").write_text(recipe.to_yaml(), encoding="utf-8")
+        report.write_summary(run_dir, summary)
+
+    eval_cfg = recipe["eval"]
+    temperature = eval_cfg["temperature"] if eval_cfg["temperature"] is not None else args.temperature
+    max_new = eval_cfg["max_new_tokens"] or args.max_completion_length
+
+    def run_eval(label: str) -> dict | None:
+        if not eval_rows or not is_main:
+            return None
+        t0 = time.monotonic()
+        result = evaluate.evaluate(trainer.model, tokenizer, eval_rows, funcs, eval_cfg, chat=chat,
+                                   temperature=temperature, max_new_tokens=max_new, seed=recipe["seed"])
+        rates = ", ".join(f"{k} {v['pass_rate']}" for k, v in result["rewards"].items())
+        log(f"eval {label}: pass rate {rates} ({result['samples']} samples, {time.monotonic() - t0:.1f} s)")
+        return result
+
+    summary["eval_before"] = run_eval("before")
+    log(f"training: {args.max_steps if args.max_steps > 0 else 'epochs'} steps of {args.per_device_train_batch_size} "
+        f"completions ({args.num_generations} per prompt); metrics in {run_dir / 'metrics.jsonl'}")
+    t0 = time.monotonic()
+    try:
+        trainer.train()
+    except KeyboardInterrupt:
+        summary["status"] = "interrupted"
+        if is_main:
+            report.write_summary(run_dir, summary)
+        raise
+    except Exception as exc:
+        summary.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:500])
+        if is_main:
+            report.write_summary(run_dir, summary)
+        if isinstance(exc, (RunError, RecipeError)):
+            raise
+        raise RunError(f"training failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+    summary["train_seconds"] = round(time.monotonic() - t0, 1)
+    summary["steps"] = trainer.state.global_step
+    if metrics.rewards:
+        summary["reward_first"], summary["reward_last"] = metrics.rewards[0][1], metrics.rewards[-1][1]
+    summary["eval_after"] = run_eval("after")
+
+    if is_main:
+        trainer.save_model(str(run_dir / "final"))
+        tokenizer.save_pretrained(str(run_dir / "final"))
+        summary["status"] = "completed"
+        report.write_summary(run_dir, summary)
+        for line in report.eval_table(summary["eval_before"], summary["eval_after"]):
+            print(line)
+        log(f"done in {summary['train_seconds']} s of training; run directory {run_dir}")
+    return summary
+
+
+def main(argv: list[str] | None = None) -> int:
+    opts = parse_args(argv)
+    try:
+        recipe = load(opts.recipe, opts.overrides)
+        funcs, weights = build_rewards(recipe)
+        kwargs, notes, marks = config_kwargs(recipe, weights)
+        if opts.dry_run:
+            dry_run(recipe, funcs, kwargs, notes, marks)
+            return 0
+        run_dir = prepare_run_dir(recipe, opts.overwrite)
+    except RecipeError as exc:
+        for line in exc.lines():
+            print(line, file=sys.stderr)
+        return 2
+    try:
+        run(recipe, funcs, kwargs, notes, run_dir, opts.verbose)
+    except (RunError, RecipeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted; the run directory keeps what was saved", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,61 @@
+"""Write grpo_ext/trl_fields.json: every GRPOConfig field of the installed TRL, with its accepted value kinds.
+
+The recipe validator reads this table so it can check `training:` keys without importing TRL or torch.
+Run it after changing the TRL version the table is built from:
+
+    python scripts/trl_fields.py
+"""
+
+import dataclasses
+import enum
+import json
+import types
+import typing
+from pathlib import Path
+
+import trl
+from trl import GRPOConfig
+
+SCALARS = {bool: "bool", int: "int", float: "float", str: "str", type(None): "null", list: "list", dict: "dict"}
+
+
+def kinds(tp) -> list[str]:
+    """Map a dataclass annotation to the YAML value kinds it accepts."""
+    origin = typing.get_origin(tp)
+    if origin in (typing.Union, types.UnionType):
+        return sorted({k for arg in typing.get_args(tp) for k in kinds(arg)})
+    if origin is typing.Literal:
+        return sorted({SCALARS.get(type(a), "str") for a in typing.get_args(tp)})
+    if origin in (list, tuple):
+        return ["list"]
+    if origin is dict:
+        return ["dict"]
+    if tp in SCALARS:
+        return [SCALARS[tp]]
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return ["str"]
+    return ["any"]
+
+
+def default(field: dataclasses.Field):
+    value = field.default
+    if value is dataclasses.MISSING:
+        value = field.default_factory() if field.default_factory is not dataclasses.MISSING else None
+    if isinstance(value, enum.Enum):
+        value = value.value
+    try:
+        json.dumps(value)
+    except TypeError:
+        value = repr(value)
+    return value
+
+
+def main() -> None:
+    table = {f.name: {"kinds": kinds(f.type), "default": default(f)} for f in dataclasses.fields(GRPOConfig)}
+    out = Path(__file__).resolve().parents[1] / "grpo_ext" / "trl_fields.json"
+    out.write_text(json.dumps({"trl": trl.__version__, "fields": table}, indent=1, sort_keys=True) + "\n")
+    print(f"wrote {len(table)} GRPOConfig fields of trl {trl.__version__} to {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -121,6 +121,7 @@ def check_training(training: dict, installed: Version | None = None) -> list[str
     if unsupported:
         problems.append(unsupported)
     table = fields()
+    valid = {}
     for key in list(training):
         where = f"training.{key}"
         value = training[key]
@@ -143,6 +144,8 @@ def check_training(training: dict, installed: Version | None = None) -> list[str
                 problems.append(f"{where}: expected 'group', 'batch', 'none', true or false, got {value!r}")
             elif value == "batch" and not scale_rewards_is_string(v):
                 problems.append(f"{where}: 'batch' needs trl>=0.22 (installed {v}); run: pip install -U 'trl>=0.22'")
+            else:
+                valid[key] = value
             continue
         if key in table:
             coerced, ok = coerce(value, table[key]["kinds"])
@@ -150,8 +153,8 @@ def check_training(training: dict, installed: Version | None = None) -> list[str
                 problems.append(f"{where}: expected {describe_kinds(table[key]['kinds'])}, got {kind_of(value)} {value!r:.60}")
                 continue
             training[key] = coerced
-    if not problems:
-        problems.extend(check_shapes(training))
+        valid[key] = training[key]
+    problems.extend(check_shapes(valid))
     return problems
 
 

@@ -111,6 +111,7 @@ class Recipe:
     path: Path | None
     base_dir: Path
     given: dict = field(default_factory=dict)  # the recipe as written, after overrides
+    reward_funcs: list = field(default_factory=list)  # rewards[i] built, in order
 
     def __getitem__(self, key):
         return self.data[key]
@@ -173,8 +174,11 @@ def apply_overrides(doc: dict, overrides: list[str]) -> dict:
                 node.get(key) if isinstance(node, dict) else None)
             if nxt is None:
                 if not isinstance(node, dict):
-                    raise RecipeError(f"override {text!r}: {'.'.join(map(str, keys[:depth + 1]))} does not exist")
+                    size = f" (the list has {len(node)} items)" if isinstance(node, list) else ""
+                    raise RecipeError(f"override {text!r}: {'.'.join(map(str, keys[:depth + 1]))} does not exist{size}")
                 nxt = node[key] = {}
+            if keys[0] == "rewards" and depth == 1 and isinstance(nxt, str):
+                nxt = node[key] = {"name": nxt}  # a reward given by bare name gains a mapping to override
             if not isinstance(nxt, (dict, list)):
                 raise RecipeError(f"override {text!r}: {'.'.join(map(str, keys[:depth + 1]))} is {kind_of(nxt)}, not a section")
             node = nxt
@@ -287,17 +291,18 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
 
     problems.extend(compat.check_training(data["training"]))
 
-    if not problems:
-        from grpo_ext import rewards
+    from grpo_ext import rewards
 
-        for i, entry in enumerate(data["rewards"]):
+    built = []
+    for i, entry in enumerate(data["rewards"]):
+        if "name" in entry and "args" in entry:
             try:
-                rewards.build(entry["name"], entry["args"], base_dir, f"rewards[{i}]")
+                built.append(rewards.build(entry["name"], entry["args"], base_dir, f"rewards[{i}]"))
             except RecipeError as exc:
                 problems.extend(exc.problems)
     if problems:
         raise RecipeError(problems, source)
-    return Recipe(data=data, path=path, base_dir=base_dir, given=doc)
+    return Recipe(data=data, path=path, base_dir=base_dir, given=doc, reward_funcs=built)
 
 
 def load(ref: str, overrides: list[str] | None = None) -> Recipe:

@@ -52,8 +52,7 @@ def build_rewards(recipe: Recipe) -> tuple[list, list[float]]:
     from grpo_ext.rewards.guard import Guarded
 
     funcs, weights, seen = [], [], {}
-    for i, entry in enumerate(recipe["rewards"]):
-        fn = rewards.build(entry["name"], entry["args"], recipe.base_dir, f"rewards[{i}]")
+    for i, (entry, fn) in enumerate(zip(recipe["rewards"], recipe.reward_funcs)):
         base = entry["name"] if entry["name"] in rewards.REGISTRY else getattr(fn, "__name__", f"reward_{i}")
         seen[base] = seen.get(base, 0) + 1
         funcs.append(Guarded(fn, base if seen[base] == 1 else f"{base}_{seen[base]}"))

@@ -4,7 +4,7 @@ import re
 
 from grpo_ext.rewards.registry import completion_text, register
 
-_DIGIT = re.compile(r"\d")
+_DIGIT = re.compile(r"[0-9]")
 
 
 @register("digit_exact")
@@ -36,7 +36,7 @@ def digit_shaped(completions, **kwargs) -> list[float]:
         text = completion_text(c).strip()
         if _is_single_digit(text):
             scores.append(1.0)
-        elif text[:1].isdigit() and not text[1:2].isdigit():
+        elif text[:1] and text[:1] in "0123456789" and not _DIGIT.match(text[1:2]):
             scores.append(0.5)
         elif _DIGIT.search(text):
             scores.append(0.2)

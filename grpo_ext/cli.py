@@ -1,0 +1,107 @@
+"""The ``grpo-ext`` command (also ``python -m grpo_ext``).
+
+    grpo-ext train RECIPE [key=value ...] [--dry-run]   train (same as python -m grpo_ext.train)
+    grpo-ext validate FILE [FILE ...]                   check recipes; exit 2 if any is bad
+    grpo-ext ls                                         shipped recipes, rewards and model aliases
+    grpo-ext cp NAME DEST.yaml                          copy a shipped recipe to edit
+    grpo-ext rewards                                    reward names with their one-line descriptions
+"""
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+from grpo_ext import catalog
+from grpo_ext.errors import RecipeError
+
+
+def _first_line(doc: str | None) -> str:
+    return (doc or "").strip().splitlines()[0] if (doc or "").strip() else ""
+
+
+def cmd_ls(_args) -> int:
+    from grpo_ext import rewards
+
+    print("recipes (grpo-ext cp NAME my.yaml; python -m grpo_ext.train NAME):")
+    for name, path in catalog.shipped_recipes().items():
+        print(f"  {name:<24} {catalog.recipe_summary(path)}")
+    print("rewards:")
+    for name in rewards.known_names():
+        print(f"  {name:<24} {_first_line(rewards.REGISTRY[name].__doc__) if name in rewards.REGISTRY else '(entry point)'}")
+    print("model aliases:")
+    for name, entry in catalog.MODELS.items():
+        print(f"  {name:<24} {entry['about']}")
+    return 0
+
+
+def cmd_rewards(_args) -> int:
+    from grpo_ext import rewards
+
+    for name in rewards.known_names():
+        doc = rewards.REGISTRY[name].__doc__ if name in rewards.REGISTRY else "registered by an installed package"
+        print(f"{name:<24} {_first_line(doc)}")
+    return 0
+
+
+def cmd_cp(args) -> int:
+    shipped = catalog.shipped_recipes()
+    if args.name not in shipped:
+        from grpo_ext.recipe import suggest
+
+        raise RecipeError(f"no shipped recipe named {args.name!r}{suggest(args.name, shipped)}")
+    dest = Path(args.dest)
+    if dest.is_dir():
+        dest = dest / shipped[args.name].name
+    if dest.exists() and not args.force:
+        raise RecipeError(f"{dest} exists; pass --force to replace it")
+    shutil.copyfile(shipped[args.name], dest)
+    print(f"copied {args.name} to {dest}; edit it, then: grpo-ext validate {dest} && python -m grpo_ext.train {dest}")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from grpo_ext.recipe import load
+
+    status = 0
+    for ref in args.files:
+        try:
+            load(ref)
+            print(f"{ref}: ok")
+        except RecipeError as exc:
+            for line in exc.lines():
+                print(line, file=sys.stderr)
+            status = 2
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "train":
+        from grpo_ext import train
+
+        return train.main(argv[1:])
+    p = argparse.ArgumentParser(prog="grpo-ext", description="GRPO training from YAML recipes on top of TRL.")
+    sub = p.add_subparsers(dest="verb", required=True)
+    sub.add_parser("train", help="train from a recipe (python -m grpo_ext.train --help)")
+    sub.add_parser("ls", help="shipped recipes, rewards and model aliases").set_defaults(fn=cmd_ls)
+    sub.add_parser("rewards", help="reward names and what they score").set_defaults(fn=cmd_rewards)
+    cp = sub.add_parser("cp", help="copy a shipped recipe to edit")
+    cp.add_argument("name")
+    cp.add_argument("dest")
+    cp.add_argument("--force", action="store_true")
+    cp.set_defaults(fn=cmd_cp)
+    val = sub.add_parser("validate", help="check recipe files without loading any model")
+    val.add_argument("files", nargs="+")
+    val.set_defaults(fn=cmd_validate)
+    args = p.parse_args(argv)
+    try:
+        return args.fn(args)
+    except RecipeError as exc:
+        for line in exc.lines():
+            print(line, file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

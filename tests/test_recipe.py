@@ -1,0 +1,161 @@
+"""Recipe loading, validation and overrides: every bad input is one line naming its key path."""
+
+import copy
+import subprocess
+import sys
+import time
+
+import pytest
+
+from grpo_ext import recipe, train
+from grpo_ext.errors import RecipeError
+
+ROOT = recipe.catalog.PACKAGE_DIR.parent
+
+
+def mutate(doc: dict, path: str, value) -> dict:
+    """Set (or with value=KeyError, delete) a dotted key in a copy of doc."""
+    doc = copy.deepcopy(doc)
+    *parents, last = path.split(".")
+    node = doc
+    for key in parents:
+        node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+    if value is KeyError:
+        del node[last]
+    elif isinstance(node, list):
+        node[int(last)] = value
+    else:
+        node[last] = value
+    return doc
+
+
+BAD = [
+    # (key path to change, new value, text the error must contain)
+    ("model.dtyp", "auto", "model.dtyp: unknown key; did you mean 'dtype'?"),  # misspelled key
+    ("training.learnin_rate", 1e-5, "training.learnin_rate: unknown GRPOConfig key; did you mean 'learning_rate'?"),
+    ("rewards.0", "digit_exat", "rewards[0].name: unknown reward 'digit_exat'; did you mean 'digit_exact'?"),
+    ("training.learning_rate", "fast", "training.learning_rate: expected a number, got str 'fast'"),  # wrong type
+    ("training.max_steps", "ten", "training.max_steps: expected an integer"),
+    ("model.dtype", "int8", "model.dtype: 'int8' is not one of"),
+    ("data.prompts", [], "data.prompts: is empty"),
+    ("data.prompts", ["ok", 3], "data.prompts[1]: each prompt is a non-empty string"),
+    ("data.file", "missing.jsonl", "data.file: "),  # missing file
+    ("model.name", "./no/such/model", "model.name: "),  # missing local model
+    ("model.name", "not a model", "model.name: 'not a model' is not a catalog alias"),
+    ("training.num_generations", 3, "not divisible by num_generations=3"),
+    ("training.num_generations", 1, "training.num_generations: GRPO compares completions within a group"),
+    ("training.vllm_device", "cuda:1", "training.vllm_device: removed in trl 0.18"),
+    ("training.output_dir", "x", "training.output_dir: set it at the top level"),
+    ("rewards.1", {"name": "digit_shaped", "args": {"scale": 2}}, "rewards[1].args: "),  # args a reward does not take
+    ("rewards.1", {"name": "digit_shaped", "wieght": 2}, "rewards[1].wieght: unknown key; did you mean 'weight'?"),
+    ("eval.samples", 0, "eval.samples: must be at least 1"),
+    ("output_dir", KeyError, "output_dir: missing"),
+    ("rewards", [], "rewards: is empty"),
+    ("sed", 1, "sed: unknown key; did you mean 'seed'?"),
+]
+
+
+@pytest.mark.parametrize("path,value,expected", BAD, ids=[b[0] + ":" + str(b[1])[:12] for b in BAD])
+def test_bad_recipe_exits_2_with_key_path(path, value, expected, digit_doc, write_recipe, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    digit_doc["output_dir"] = str(tmp_path / "run")
+    file = write_recipe(mutate(digit_doc, path, value))
+    assert train.main([str(file)]) == 2
+    err = capsys.readouterr().err
+    assert expected in err
+    assert all(line.startswith("error: ") for line in err.strip().splitlines())
+    assert "Traceback" not in err
+    assert not (tmp_path / "run").exists()
+
+
+def test_all_problems_reported_together(digit_doc, write_recipe):
+    doc = mutate(mutate(mutate(digit_doc, "model.dtyp", "x"), "training.learnin_rate", 1), "rewards.0", "nope")
+    with pytest.raises(RecipeError) as info:
+        recipe.validate(doc)
+    assert len(info.value.problems) == 3
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("not: [valid", "YAML syntax error at line"),  # syntax error names the line
+    ("- a list\n- not a mapping", "a recipe is a mapping of sections"),
+    ("", "a recipe is a mapping of sections"),  # empty document
+    ("just text", "a recipe is a mapping of sections"),
+])
+def test_unreadable_recipe(text, expected, write_recipe, capsys):
+    assert train.main([str(write_recipe(text))]) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_missing_recipe_file(capsys):
+    assert train.main(["no/such/recipe.yaml"]) == 2
+    assert "recipe file 'no/such/recipe.yaml' does not exist" in capsys.readouterr().err
+
+
+def test_unknown_shipped_name_suggests(capsys):
+    assert train.main(["digits"]) == 2
+    assert "did you mean 'digit'?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("override,key,expected", [
+    ("training.learning_rate=1e-5", ("training", "learning_rate"), 1e-5),  # YAML's 1e-5 is a string: coerced
+    ("training.max_steps=3", ("training", "max_steps"), 3),
+    ("seed=7", ("seed",), 7),
+    ("data.system_prompt=Be brief.", ("data", "system_prompt"), "Be brief."),
+    ("rewards.1.weight=0.5", ("rewards", 1, "weight"), 0.5),  # list index
+    ("eval.enabled=false", ("eval", "enabled"), False),
+])
+def test_overrides(override, key, expected):
+    r = recipe.load(str(ROOT / "recipes" / "digit.yaml"), [override])
+    node = r.data
+    for k in key:
+        node = node[k]
+    assert node == expected
+
+
+@pytest.mark.parametrize("override,expected", [
+    ("training", "must look like section.key=value"),
+    ("=3", "must look like section.key=value"),
+    ("rewards.9.weight=1", "rewards.9 does not exist (the list has 2 items)"),
+    ("seed.x=1", "seed is int, not a section"),
+    ("training.bogus_key=1", "training.bogus_key: unknown GRPOConfig key"),
+])
+def test_bad_overrides(override, expected, capsys):
+    assert train.main(["digit", override, "--dry-run"]) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_shipped_name_resolves():
+    assert recipe.locate("digit") == ROOT / "recipes" / "digit.yaml"
+
+
+def test_every_shipped_recipe_validates():
+    shipped = recipe.catalog.shipped_recipes()
+    assert "digit" in shipped
+    for name, path in shipped.items():
+        recipe.load(str(path))
+
+
+def test_bad_recipe_is_fast_and_imports_no_torch(digit_doc, write_recipe, tmp_path):
+    """The error for a bad recipe comes before torch/trl are imported, well inside 1.5 s."""
+    file = write_recipe(mutate(digit_doc, "training.learnin_rate", 1))
+    code = ("import sys; from grpo_ext import train; rc = train.main([sys.argv[1]]); "
+            "assert 'torch' not in sys.modules and 'trl' not in sys.modules, 'heavy import'; sys.exit(rc)")
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code, str(file)], capture_output=True, text=True, cwd=ROOT)
+    elapsed = time.monotonic() - t0
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.count("\n") == 1 and "learnin_rate" in proc.stderr
+    assert elapsed < 1.5
+
+
+def test_dry_run_fast_no_weights(tmp_path):
+    code = ("import sys; from grpo_ext import train; rc = train.main(['digit', '--dry-run']); "
+            "assert 'torch' not in sys.modules, 'dry run imported torch'; sys.exit(rc)")
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
+                          env={"GRPO_EXT_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert time.monotonic() - t0 < 5
+    out = proc.stdout
+    assert "effective GRPOConfig" in out and "learning_rate" in out and "first run fetches and converts it" in out
+    assert not any(tmp_path.iterdir())  # nothing fetched or converted

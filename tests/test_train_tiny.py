@@ -1,0 +1,79 @@
+"""End to end on a tiny locally built model: recipe → trainer → eval → run directory, in seconds."""
+
+import json
+
+import pytest
+import yaml
+
+from grpo_ext import train
+
+
+@pytest.fixture
+def tiny_recipe(tiny_model, digit_doc, tmp_path):
+    doc = digit_doc
+    doc["model"]["name"] = str(tiny_model)
+    doc["training"].update(max_steps=2, per_device_train_batch_size=4, num_generations=4, max_completion_length=4,
+                           save_steps=1, save_total_limit=1)
+    doc["data"]["eval_prompts"] = doc["data"]["eval_prompts"][:2]
+    doc["eval"]["samples"] = 2
+    doc["output_dir"] = str(tmp_path / "run")
+    path = tmp_path / "tiny.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return path
+
+
+def test_tiny_run_writes_run_directory(tiny_recipe, tmp_path, no_hub, capsys):
+    assert train.main([str(tiny_recipe)]) == 0
+    run = tmp_path / "run"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "completed"
+    assert summary["steps"] == 2
+    for key in ("recipe", "model", "versions", "train_seconds", "reward_first", "reward_last", "eval_before", "eval_after"):
+        assert summary[key] is not None, key
+    assert set(summary["versions"]) >= {"trl", "transformers", "torch"}
+    for name in ("digit_exact", "digit_shaped"):
+        for when in ("eval_before", "eval_after"):
+            scores = summary[when]["rewards"][name]
+            assert 0 <= scores["mean"] <= 1 and 0 <= scores["pass_rate"] <= 1
+            assert scores["judged"] == 4  # 2 prompts x 2 samples
+    lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines] == [1, 2]
+    assert all("reward" in line for line in lines)
+    assert (run / "final" / "config.json").exists() and (run / "final" / "tokenizer.json").exists()
+    assert (run / "checkpoint-2").is_dir()
+    assert yaml.safe_load((run / "recipe.yaml").read_text())["training"]["max_steps"] == 2
+    err = capsys.readouterr().err
+    assert "step 2/2" in err and "eval after" in err and "local directory" in err
+
+
+def test_finished_run_is_not_overwritten(tiny_recipe, tmp_path, no_hub, capsys):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "summary.json").write_text("{}")
+    assert train.main([str(tiny_recipe)]) == 2
+    assert "already holds a run; pass --overwrite" in capsys.readouterr().err
+    assert (tmp_path / "run" / "summary.json").read_text() == "{}"
+
+
+def test_reward_from_file_trains(tiny_recipe, tmp_path, no_hub):
+    (tmp_path / "my_rewards.py").write_text(
+        "def brevity(completions, **kwargs):\n"
+        "    return [1.0 / (1 + len(str(c))) for c in completions]\n")
+    doc = yaml.safe_load(tiny_recipe.read_text())
+    doc["rewards"] = [{"name": "./my_rewards.py:brevity", "weight": 0.5}, "digit_exact"]
+    doc["eval"]["enabled"] = False
+    tiny_recipe.write_text(yaml.safe_dump(doc))
+    assert train.main([str(tiny_recipe), "training.max_steps=1"]) == 0
+    line = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
+    assert "rewards/brevity/mean" in line and "rewards/digit_exact/mean" in line
+
+
+def test_failing_reward_names_itself(tiny_recipe, tmp_path, no_hub, capsys):
+    (tmp_path / "bad_rewards.py").write_text("def boom(completions, **kwargs):\n    raise ValueError('no luck')\n")
+    doc = yaml.safe_load(tiny_recipe.read_text())
+    doc["rewards"] = ["./bad_rewards.py:boom"]
+    doc["eval"]["enabled"] = False
+    tiny_recipe.write_text(yaml.safe_dump(doc))
+    assert train.main([str(tiny_recipe)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("error: ") and "reward 'boom' raised ValueError: no luck" in err
+    assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "failed"

@@ -137,7 +137,8 @@ def versions() -> dict[str, str]:
         "python": platform.python_version()}
 
 
-def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Path, verbose: bool) -> dict:
+def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Path, verbose: bool,
+        callbacks: list | None = None) -> dict:
     quiet_third_parties(verbose)
     import torch
     from accelerate import PartialState
@@ -165,7 +166,7 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Pa
     args = compat.make_config(kwargs)
     metrics = report.MetricsLog(run_dir / "metrics.jsonl", is_main, log)
     trainer = compat.make_trainer(model=model, reward_funcs=funcs, args=args, train_dataset=train_set,
-                                  tokenizer=tokenizer, callbacks=[metrics])
+                                  tokenizer=tokenizer, callbacks=[metrics, *(callbacks or [])])
     if args.disable_tqdm:
         from transformers import PrinterCallback
 
@@ -227,7 +228,8 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Pa
     return summary
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, callbacks: list | None = None) -> int:
+    """Command-line entry; ``callbacks`` (transformers TrainerCallbacks) are added to the trainer."""
     opts = parse_args(argv)
     try:
         recipe = load(opts.recipe, opts.overrides)
@@ -242,7 +244,7 @@ def main(argv: list[str] | None = None) -> int:
             print(line, file=sys.stderr)
         return 2
     try:
-        run(recipe, funcs, kwargs, notes, run_dir, opts.verbose)
+        run(recipe, funcs, kwargs, notes, run_dir, opts.verbose, callbacks)
     except (RunError, RecipeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,0 +1,159 @@
+"""Training runs that the benchmarks race against each other, one per process.
+
+    python benchmarks/contestants.py NAME --max-steps N [--check-every K] [--launched T]
+
+NAME is one of:
+  seed   the tutorial's training script as written (Chinese plain-text prompts, strict 0/1 reward,
+         its GRPOConfig), on the same model; two changes only so it runs at all on TRL 1.16 and a CPU:
+         max_prompt_length is left out (TRL 1.16 rejects it) and use_cpu=True is added.
+  plain  a plain-TRL script: English chat prompts, the partial-credit digit reward, TRL's defaults
+         apart from 16 completions of 8 tokens per step, learning rate 1e-5, one log line per step.
+  ours   grpo_ext with the shipped recipes/digit.yaml (its own before/after eval off: the race's
+         checks below replace it for every contestant alike).
+  same   plain TRL with exactly the GRPOConfig that grpo_ext builds from recipes/digit.yaml.
+
+Every contestant gets the same callback: every K steps it samples 8 completions for each held-out
+prompt and scores digit_exact; at a pass rate of 0.9 or more it stops training. Each step's wall time
+is recorded. The process prints one JSON line: steps, step times, checks, and when it solved the task,
+in seconds since --launched (the parent's launch time).
+"""
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SEED_PROMPTS = [
+    "请直接输出一个 0 到 9 之间的整数，不要解释。",
+    "只输出一个 0 到 9 的整数。",
+    "你的回答必须只有一个数字，范围是 0 到 9。",
+    "请输出一个数字，数字必须在 0 到 9 之间。",
+    "请用单个数字回答，范围 0 到 9。",
+]
+
+SEED_CONFIG = dict(learning_rate=5e-6, beta=0.04, max_completion_length=32, num_generations=8, temperature=0.8,
+                   per_device_train_batch_size=2, gradient_accumulation_steps=4, num_train_epochs=1,
+                   logging_steps=10, save_strategy="no", bf16=True)
+
+
+def seed_reward(completions, **kwargs):
+    """The tutorial's reward, verbatim in behaviour: 1.0 for a single digit character, else 0.0."""
+    rewards = []
+    for completion in completions:
+        text = completion.strip()
+        rewards.append(1.0 if len(text) == 1 and text.isdigit() and 0 <= int(text) <= 9 else 0.0)
+    return rewards
+
+
+def race_callback(eval_prompts: list, chat: bool, check_every: int, launched: float, record: dict):
+    from transformers import TrainerCallback
+
+    from grpo_ext import data, evaluate
+    from grpo_ext.rewards.digit import digit_exact
+
+    rows = [{"prompt": data.format_prompt(p, None, chat)} for p in eval_prompts]
+    eval_cfg = {"samples": 8, "batch_size": 64, "pass_threshold": 1.0}
+
+    class Race(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):
+            self.t0 = time.monotonic()
+
+        def on_step_end(self, args, state, control, model=None, processing_class=None, **kw):
+            record["step_seconds"].append(round(time.monotonic() - self.t0, 3))
+            if record["first_step_at"] is None:
+                record["first_step_at"] = round(time.time() - launched, 2)
+            if check_every and state.global_step % check_every == 0:
+                result = evaluate.evaluate(model, processing_class, rows, [digit_exact], eval_cfg, chat=chat,
+                                           temperature=1.0, max_new_tokens=8, seed=0)
+                rate = result["rewards"]["digit_exact"]["pass_rate"]
+                record["checks"].append([state.global_step, rate, round(time.time() - launched, 1)])
+                if rate >= 0.9 and record["solved_at"] is None:
+                    record["solved_at"] = round(time.time() - launched, 1)
+                    record["solved_step"] = state.global_step
+                    control.should_training_stop = True
+
+    return Race()
+
+
+def plain_trl(config: dict, prompts: list, reward_funcs: list, chat: bool, cb) -> None:
+    import torch
+    from datasets import Dataset
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from trl import GRPOConfig, GRPOTrainer
+
+    from grpo_ext import models
+
+    # The same cached checkpoint every contestant starts from.
+    model_dir = models.materialize(models.Source("alias", "smollm2-135m-instruct"), log=lambda _m: None)
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    if tokenizer.pad_token is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    rows = [[{"role": "user", "content": p}] for p in prompts] if chat else prompts
+    dataset = Dataset.from_dict({"prompt": rows})
+    model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
+    with tempfile.TemporaryDirectory() as out:
+        args = GRPOConfig(output_dir=out, **config)
+        trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
+                              processing_class=tokenizer, callbacks=[cb])
+        trainer.train()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("name", choices=["seed", "plain", "ours", "same"])
+    p.add_argument("--max-steps", type=int, required=True)
+    p.add_argument("--check-every", type=int, default=0)
+    p.add_argument("--launched", type=float, default=None)
+    args = p.parse_args()
+    launched = args.launched or time.time()
+    record = {"name": args.name, "first_step_at": None, "step_seconds": [], "checks": [], "solved_at": None, "solved_step": None}
+
+    import yaml
+
+    digit = yaml.safe_load((ROOT / "recipes" / "digit.yaml").read_text())
+    zh = yaml.safe_load((ROOT / "recipes" / "digit-zh.yaml").read_text())
+    from grpo_ext.rewards.digit import digit_exact, digit_shaped
+
+    if args.name == "seed":
+        cb = race_callback(zh["data"]["eval_prompts"], False, args.check_every, launched, record)
+        config = {**SEED_CONFIG, "use_cpu": True, "max_steps": args.max_steps, "report_to": "none", "disable_tqdm": True}
+        plain_trl(config, SEED_PROMPTS, [seed_reward], False, cb)
+    elif args.name == "plain":
+        cb = race_callback(digit["data"]["eval_prompts"], True, args.check_every, launched, record)
+        config = dict(use_cpu=True, per_device_train_batch_size=16, num_generations=8, max_completion_length=8,
+                      learning_rate=1e-5, logging_steps=1, max_steps=args.max_steps, save_strategy="no",
+                      report_to="none", disable_tqdm=True)
+        plain_trl(config, digit["data"]["prompts"], [digit_shaped], True, cb)
+    elif args.name == "same":
+        from grpo_ext import compat, recipe, train
+
+        r = recipe.load("digit")
+        funcs, weights = train.build_rewards(r)
+        kwargs, _, _ = train.config_kwargs(r, weights)
+        import torch
+
+        compat.hardware_defaults(kwargs, torch.cuda.is_available(), False)
+        kwargs.update(max_steps=args.max_steps, save_strategy="no")
+        kwargs.pop("output_dir")
+        cb = race_callback(digit["data"]["eval_prompts"], True, args.check_every, launched, record)
+        plain_trl(kwargs, digit["data"]["prompts"], [digit_exact, digit_shaped], True, cb)
+    else:
+        from grpo_ext import train
+
+        cb = race_callback(digit["data"]["eval_prompts"], True, args.check_every, launched, record)
+        with tempfile.TemporaryDirectory() as out:
+            rc = train.main(["digit", f"output_dir={out}/run", "eval.enabled=false", "training.save_strategy=no",
+                             f"training.max_steps={args.max_steps}"], callbacks=[cb])
+        if rc != 0:
+            raise SystemExit(rc)
+    record["steps"] = len(record["step_seconds"])
+    print("RESULT " + json.dumps(record), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -132,7 +132,7 @@ def check_training(training: dict, installed: Version | None = None) -> list[str
             problems.append(f"{where}: set it at the top level of the recipe ({key}: ...), not under training")
             continue
         if key not in known_keys():
-            hint = difflib.get_close_matches(key, sorted(known_keys()), n=1, cutoff=0.6)
+            hint = difflib.get_close_matches(str(key), sorted(known_keys()), n=1, cutoff=0.6)
             more = f"; did you mean {hint[0]!r}?" if hint else "; see GRPOConfig in TRL's documentation"
             problems.append(f"{where}: unknown GRPOConfig key{more}")
             continue

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -120,7 +121,18 @@ def test_reward_stuck_in_c_code_ends_the_process():
             "Guarded(stuck, 'stuck', timeout=0.5)(completions=['a'])\n")
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+                          cwd=Path(__file__).resolve().parents[1])
     assert proc.returncode == 1
     assert proc.stderr.startswith("Timeout (0:00:02)!") and "stuck" in proc.stderr
     assert time.monotonic() - t0 < 15
+
+
+def test_reward_thread_inherits_grad_mode():
+    import torch
+
+    seen = []
+    guarded = Guarded(lambda completions, **kw: seen.append(torch.is_grad_enabled()) or [0.0], "r", timeout=5)
+    with torch.no_grad():
+        guarded(completions=["a"])
+    guarded(completions=["a"])
+    assert seen == [False, True]

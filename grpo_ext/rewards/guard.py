@@ -32,9 +32,11 @@ def call_with_limit(fn, limit: float | None, /, **kwargs):
         return fn(**kwargs)
     box: dict = {}
     done = threading.Event()
+    inherit = _torch_context()
 
     def target():
         try:
+            inherit()
             box["value"] = fn(**kwargs)
         except BaseException as exc:  # handed to the caller's thread as is
             box["error"] = exc
@@ -52,6 +54,22 @@ def call_with_limit(fn, limit: float | None, /, **kwargs):
     if "error" in box:
         raise box["error"]
     return box["value"]
+
+
+def _torch_context():
+    """What a reward thread must share with the caller's: torch's grad mode and current CUDA device."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return lambda: None
+    grad = torch.is_grad_enabled()
+    device = torch.cuda.current_device() if torch.cuda.is_initialized() else None
+
+    def inherit():
+        torch.set_grad_enabled(grad)
+        if device is not None:
+            torch.cuda.set_device(device)
+
+    return inherit
 
 
 def _start(completion) -> str:

@@ -7,6 +7,7 @@
 - Every checkpoint TRL saves gets a manifest (``grpo_ext_complete.json``: each file and its size),
   written after the save finished. Resume picks the newest checkpoint whose manifest matches its
   files, so a checkpoint cut short by a kill is never picked; incomplete ones are removed.
+- grpo_ext applies ``save_total_limit`` itself, after the new checkpoint is marked complete.
 - On resume, ``metrics.jsonl`` keeps only the lines up to the checkpoint's step (and drops a line cut
   short), so the steps after it are logged once, not twice.
 """
@@ -164,14 +165,21 @@ def truncate_metrics(path: Path, step: int) -> None:
     tmp.replace(path)
 
 
-def marker_callback(is_main: bool):
-    """A TrainerCallback that writes a checkpoint's manifest once TRL has finished saving it."""
+def marker_callback(is_main: bool, keep: int | None):
+    """A TrainerCallback that writes a checkpoint's manifest once TRL has finished saving it, then keeps the
+    newest ``keep`` complete checkpoints (``save_total_limit``). TRL's own rotation is off: it could delete the
+    last complete checkpoint before the new one is marked complete."""
     from transformers import TrainerCallback
 
     class _Marker(TrainerCallback):
         def on_save(self, args, state, control, **kwargs):
-            checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            if is_main and checkpoint.is_dir():
-                write_manifest(checkpoint)
+            run_dir = Path(args.output_dir)
+            checkpoint = run_dir / f"checkpoint-{state.global_step}"
+            if not is_main or not checkpoint.is_dir():
+                return
+            write_manifest(checkpoint)
+            if keep and keep > 0:
+                for old in [c for c in checkpoints(run_dir) if is_complete(c)][:-keep]:
+                    shutil.rmtree(old, ignore_errors=True)
 
     return _Marker()

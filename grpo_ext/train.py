@@ -157,10 +157,11 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], prepared: r
     log(f"data: {len(train_set)} training prompts, {len(eval_rows)} eval prompts, {'chat messages' if chat else 'plain text'}")
 
     # Trainer
-    args = compat.make_config(kwargs)
+    keep = kwargs.get("save_total_limit")
+    args = compat.make_config({**kwargs, "save_total_limit": None})  # rundir keeps the newest complete checkpoints
     metrics = report.MetricsLog(run_dir / "metrics.jsonl", is_main, log)
     trainer = compat.make_trainer(model=model, reward_funcs=funcs, args=args, train_dataset=train_set,
-                                  tokenizer=tokenizer, callbacks=[guard.error_counter(funcs), metrics, rundir.marker_callback(is_main)])
+                                  tokenizer=tokenizer, callbacks=[guard.error_counter(funcs), metrics, rundir.marker_callback(is_main, keep)])
     if args.disable_tqdm:
         from transformers import PrinterCallback
 

@@ -57,6 +57,8 @@ def test_resume_after_crash_continues_from_complete_checkpoint(tiny_model, digit
     path.write_text(yaml.safe_dump(tiny_doc(digit_doc, tiny_model, run)))
     assert train.main([str(path)]) == 0
     rundir.release(run)
+    kept = rundir.checkpoints(run)  # save_total_limit=2, applied after each new checkpoint is marked complete
+    assert [c.name for c in kept] == ["checkpoint-2", "checkpoint-3"] and all(map(rundir.is_complete, kept))
     # Make it look killed while saving step 3: no final model, checkpoint-3 without its manifest, a line cut short.
     summary = json.loads((run / "summary.json").read_text())
     (run / "summary.json").write_text(json.dumps({**summary, "status": "running"}))

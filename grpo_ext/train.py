@@ -101,7 +101,8 @@ def dry_run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], marks: 
 
 
 def prepare_run_dir(recipe: Recipe, overwrite: bool, resume: bool = False) -> rundir.Prepared:
-    return rundir.prepare(recipe["output_dir"], overwrite=overwrite, resume=resume or recipe["resume"] in (True, "auto"))
+    auto = recipe["resume"] in (True, "auto") and not overwrite
+    return rundir.prepare(recipe["output_dir"], overwrite=overwrite, resume=resume or auto)
 
 
 def quiet_third_parties(verbose: bool) -> None:

@@ -132,7 +132,7 @@ def check_training(training: dict, installed: Version | None = None) -> list[str
             problems.append(f"{where}: set it at the top level of the recipe ({key}: ...), not under training")
             continue
         if key not in known_keys():
-            hint = difflib.get_close_matches(key, sorted(known_keys()), n=1, cutoff=0.6)
+            hint = difflib.get_close_matches(str(key), sorted(known_keys()), n=1, cutoff=0.6)
             more = f"; did you mean {hint[0]!r}?" if hint else "; see GRPOConfig in TRL's documentation"
             problems.append(f"{where}: unknown GRPOConfig key{more}")
             continue
@@ -168,33 +168,10 @@ def effective(training: dict, key: str):
 
 
 def check_shapes(training: dict) -> list[str]:
-    """GRPO's batch-shape rules, checked before any model loads (one process; TRL re-checks per run)."""
-    problems = []
-    g = effective(training, "num_generations")
-    batch = effective(training, "per_device_train_batch_size")
-    spg = effective(training, "steps_per_generation") or effective(training, "gradient_accumulation_steps")
-    gen_batch = effective(training, "generation_batch_size")
-    for key, value in (("num_generations", g), ("per_device_train_batch_size", batch), ("gradient_accumulation_steps",
-                       effective(training, "gradient_accumulation_steps")), ("max_completion_length", effective(training, "max_completion_length"))):
-        if isinstance(value, int) and value < 1:
-            problems.append(f"training.{key}: must be at least 1, got {value}")
-    if problems:
-        return problems
-    if g < 2:
-        problems.append(f"training.num_generations: GRPO compares completions within a group, so it needs at least 2, got {g}")
-    elif gen_batch is not None and gen_batch % g:
-        problems.append(f"training.generation_batch_size: {gen_batch} is not divisible by num_generations={g}")
-    elif gen_batch is None and (batch * spg) % g:
-        problems.append(
-            f"training.per_device_train_batch_size: {batch} completions x {spg} steps per generation = {batch * spg}, "
-            f"not divisible by num_generations={g}; make per_device_train_batch_size a multiple of {g}")
-    lr = effective(training, "learning_rate")
-    if isinstance(lr, float) and lr <= 0:
-        problems.append(f"training.learning_rate: must be positive, got {lr}")
-    steps = effective(training, "max_steps")
-    if isinstance(steps, int) and steps == 0:
-        problems.append("training.max_steps: 0 trains nothing; give a positive number, or -1 to use num_train_epochs")
-    return problems
+    """GRPO's shape and value rules (``shapes.py``) over the effective values, before any model loads."""
+    from grpo_ext import shapes
+
+    return shapes.check(lambda key: effective(training, key))
 
 
 def translate(training: dict, installed: Version | None = None) -> tuple[dict, list[str], dict[str, str]]:

@@ -57,6 +57,8 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "name": Spec(("str",), required=True, doc="registry name, module:function, file.py:function or entry point"),
         "weight": Spec(("float",), 1.0, doc="weight in the summed reward (TRL reward_weights)"),
         "args": Spec(("dict",), {}, doc="keyword arguments for a reward factory"),
+        "on_error": Spec(("str",), "fail", ("fail", "skip"), doc="a raising reward: fail stops the run; skip scores that sample None"),
+        "timeout": Spec(("float", "null"), 120.0, minimum=0.1, doc="seconds one call may take before the run stops; null: no limit"),
     },
 }
 
@@ -68,6 +70,7 @@ TOP_LEVEL: dict[str, Spec] = {
     "eval": Spec(("dict",), {}),
     "output_dir": Spec(("str",), required=True),
     "seed": Spec(("int",), 0),
+    "resume": Spec(("bool", "str"), False, (False, True, "auto")),
 }
 
 _KIND_OF = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict", type(None): "null"}
@@ -261,6 +264,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         "eval": _check_section(top["eval"], SCHEMA["eval"], "eval", problems),
         "output_dir": top["output_dir"],
         "seed": top["seed"],
+        "resume": top["resume"],
     }
 
     d = data["data"]

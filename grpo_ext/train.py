@@ -16,13 +16,11 @@ import json
 import logging
 import os
 import platform
-import shutil
 import sys
 import time
 import warnings
-from pathlib import Path
 
-from grpo_ext import compat, models
+from grpo_ext import compat, models, rundir
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import Recipe, load
 
@@ -42,6 +40,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("overrides", nargs="*", help="section.key=value overrides, e.g. training.max_steps=5")
     p.add_argument("--dry-run", action="store_true", help="validate, resolve, print the effective GRPOConfig; load no weights")
     p.add_argument("--overwrite", action="store_true", help="replace a previous run in output_dir")
+    p.add_argument("--resume", action="store_true", help="continue the unfinished run in output_dir from its last complete checkpoint")
     p.add_argument("--verbose", action="store_true", help="show third-party warnings and logs")
     return p.parse_args(argv)
 
@@ -55,7 +54,8 @@ def build_rewards(recipe: Recipe) -> tuple[list, list[float]]:
     for i, (entry, fn) in enumerate(zip(recipe["rewards"], recipe.reward_funcs)):
         base = entry["name"] if entry["name"] in rewards.REGISTRY else getattr(fn, "__name__", f"reward_{i}")
         seen[base] = seen.get(base, 0) + 1
-        funcs.append(Guarded(fn, base if seen[base] == 1 else f"{base}_{seen[base]}"))
+        funcs.append(Guarded(fn, base if seen[base] == 1 else f"{base}_{seen[base]}", where=f"rewards[{i}]",
+                             on_error=entry["on_error"], timeout=entry["timeout"]))
         weights.append(entry["weight"])
     return funcs, weights
 
@@ -100,15 +100,9 @@ def dry_run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], marks: 
         print(f"note: {note}")
 
 
-def prepare_run_dir(recipe: Recipe, overwrite: bool) -> Path:
-    run_dir = Path(recipe["output_dir"])
-    if run_dir.exists() and any(run_dir.iterdir()):
-        if not overwrite:
-            raise RecipeError(f"output_dir: {run_dir} already holds a run; pass --overwrite to replace it, "
-                              f"or choose another: output_dir=runs/new")
-        shutil.rmtree(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    return run_dir
+def prepare_run_dir(recipe: Recipe, overwrite: bool, resume: bool = False) -> rundir.Prepared:
+    auto = recipe["resume"] in (True, "auto") and not overwrite
+    return rundir.prepare(recipe["output_dir"], overwrite=overwrite, resume=resume or auto)
 
 
 def quiet_third_parties(verbose: bool) -> None:
@@ -137,7 +131,7 @@ def versions() -> dict[str, str]:
         "python": platform.python_version()}
 
 
-def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Path, verbose: bool,
+def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], prepared: rundir.Prepared, verbose: bool,
         callbacks: list | None = None) -> dict:
     quiet_third_parties(verbose)
     import torch
@@ -145,6 +139,7 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Pa
     from transformers import set_seed
 
     from grpo_ext import data, evaluate, report
+    from grpo_ext.rewards import guard
 
     is_main = PartialState().is_main_process
     log = say if is_main else (lambda _msg: None)
@@ -154,6 +149,7 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Pa
     for note in compat.hardware_defaults(kwargs, has_cuda, has_cuda and torch.cuda.is_bf16_supported()):
         log(note)
     set_seed(recipe["seed"])
+    run_dir = prepared.path
 
     # Model and data
     model, tokenizer, described = models.load(recipe["model"], recipe.base_dir, log)
@@ -163,10 +159,12 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Pa
     log(f"data: {len(train_set)} training prompts, {len(eval_rows)} eval prompts, {'chat messages' if chat else 'plain text'}")
 
     # Trainer
-    args = compat.make_config(kwargs)
+    keep = kwargs.get("save_total_limit")
+    args = compat.make_config({**kwargs, "save_total_limit": None})  # rundir keeps the newest complete checkpoints
     metrics = report.MetricsLog(run_dir / "metrics.jsonl", is_main, log)
     trainer = compat.make_trainer(model=model, reward_funcs=funcs, args=args, train_dataset=train_set,
-                                  tokenizer=tokenizer, callbacks=[metrics, *(callbacks or [])])
+                                  tokenizer=tokenizer, callbacks=[guard.error_counter(funcs), metrics,
+                                                                  rundir.marker_callback(is_main, keep), *(callbacks or [])])
     if args.disable_tqdm:
         from transformers import PrinterCallback
 
@@ -193,12 +191,14 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Pa
         log(f"eval {label}: pass rate {rates} ({result['samples']} samples, {time.monotonic() - t0:.1f} s)")
         return result
 
-    summary["eval_before"] = run_eval("before")
+    if prepared.resume_from:
+        log(f"resuming from {prepared.resume_from.name}; metrics.jsonl kept up to step {rundir.step_of(prepared.resume_from)}")
+    summary["eval_before"] = (prepared.previous or {}).get("eval_before") or run_eval("before")
     log(f"training: {args.max_steps if args.max_steps > 0 else 'epochs'} steps of {args.per_device_train_batch_size} "
         f"completions ({args.num_generations} per prompt); metrics in {run_dir / 'metrics.jsonl'}")
     t0 = time.monotonic()
     try:
-        trainer.train()
+        trainer.train(resume_from_checkpoint=str(prepared.resume_from) if prepared.resume_from else None)
     except KeyboardInterrupt:
         summary["status"] = "interrupted"
         if is_main:
@@ -213,8 +213,9 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Pa
         raise RunError(f"training failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
     summary["train_seconds"] = round(time.monotonic() - t0, 1)
     summary["steps"] = trainer.state.global_step
-    if metrics.rewards:
-        summary["reward_first"], summary["reward_last"] = metrics.rewards[0][1], metrics.rewards[-1][1]
+    rewards = [line["reward"] for line in rundir.read_metrics(run_dir / "metrics.jsonl")] or [r for _, r in metrics.rewards]
+    if rewards:
+        summary["reward_first"], summary["reward_last"] = rewards[0], rewards[-1]
     summary["eval_after"] = run_eval("after")
 
     if is_main:
@@ -238,13 +239,13 @@ def main(argv: list[str] | None = None, callbacks: list | None = None) -> int:
         if opts.dry_run:
             dry_run(recipe, funcs, kwargs, notes, marks)
             return 0
-        run_dir = prepare_run_dir(recipe, opts.overwrite)
+        prepared = prepare_run_dir(recipe, opts.overwrite, opts.resume)
     except RecipeError as exc:
         for line in exc.lines():
             print(line, file=sys.stderr)
         return 2
     try:
-        run(recipe, funcs, kwargs, notes, run_dir, opts.verbose, callbacks)
+        run(recipe, funcs, kwargs, notes, prepared, opts.verbose, callbacks)
     except (RunError, RecipeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -1,34 +1,170 @@
-"""Wrap a reward so that TRL logs it under a unique name and its faults name the reward."""
+"""Wrap a reward so that TRL logs it under a unique name and every fault names the reward.
 
+A reward that raises stops the run with one line naming the reward, the sample and the start of its
+completion; with ``on_error: skip`` that sample scores ``None`` instead (TRL leaves it out of the
+group's baseline) and the count is logged per step as ``reward_errors/NAME``. A wrong number of scores,
+NaN, infinity or a non-number always stops the run. Each call runs on its own daemon thread under a
+time limit (``timeout`` seconds), so it works whichever thread TRL calls the reward from. A reward
+stuck inside C code that holds the interpreter lock (a runaway regular expression) cannot be stopped
+from Python: at twice the limit plus one second ``faulthandler`` prints every thread's stack and ends
+the process with status 1.
+"""
+
+import faulthandler
 import math
 import numbers
+import sys
+import threading
 
 from grpo_ext.errors import RunError
+from grpo_ext.rewards.registry import completion_text
+
+ON_ERROR = ("fail", "skip")
+
+
+class RewardTimeout(Exception):
+    """A reward call ran past its time limit."""
+
+
+def call_with_limit(fn, limit: float | None, /, **kwargs):
+    """``fn(**kwargs)`` on a daemon thread; RewardTimeout if it has not returned within ``limit`` seconds."""
+    if limit is None:
+        return fn(**kwargs)
+    box: dict = {}
+    done = threading.Event()
+    inherit = _torch_context()
+
+    def target():
+        try:
+            inherit()
+            box["value"] = fn(**kwargs)
+        except BaseException as exc:  # handed to the caller's thread as is
+            box["error"] = exc
+        finally:
+            done.set()
+
+    faulthandler.dump_traceback_later(2 * limit + 1, exit=True, file=sys.__stderr__)
+    try:
+        threading.Thread(target=target, daemon=True, name="grpo_ext-reward").start()
+        finished = done.wait(limit)
+    finally:
+        faulthandler.cancel_dump_traceback_later()
+    if not finished:
+        raise RewardTimeout
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def _torch_context():
+    """What a reward thread must share with the caller's: torch's grad mode and current CUDA device."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return lambda: None
+    grad = torch.is_grad_enabled()
+    device = torch.cuda.current_device() if torch.cuda.is_initialized() else None
+
+    def inherit():
+        torch.set_grad_enabled(grad)
+        if device is not None:
+            torch.cuda.set_device(device)
+
+    return inherit
+
+
+def _start(completion) -> str:
+    return repr(completion_text(completion)[:40])
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0][:200]}" if text else type(exc).__name__
 
 
 class Guarded:
-    """A picklable reward wrapper: checks the scores a reward returns and names it in every error."""
+    """A picklable reward wrapper: runs the reward under a time limit and checks the scores it returns.
 
-    def __init__(self, fn, name: str):
+    ``where`` is the recipe key of the reward (``rewards[1]``), named in the fix each error suggests.
+    """
+
+    def __init__(self, fn, name: str, *, where: str = "rewards[i]", on_error: str = "fail", timeout: float | None = None):
         self.fn = fn
         self.__name__ = name
         self.__doc__ = getattr(fn, "__doc__", None)
+        self.where, self.on_error, self.timeout = where, on_error, timeout
+        self.skipped = 0  # samples scored None after an error, since the last metrics line
+        self.warned = False
+
+    def __getstate__(self):
+        return {k: v for k, v in self.__dict__.items() if k not in ("skipped", "warned")} | {"skipped": 0, "warned": False}
 
     def __call__(self, completions, **kwargs) -> list[float | None]:
+        n = len(completions)
         try:
-            scores = self.fn(completions=completions, **kwargs)
-        except Exception as exc:
-            start = repr(str(completions[0])[:40]) if completions else "''"
-            raise RunError(f"reward {self.__name__!r} raised {type(exc).__name__}: {exc} (first completion {start})") from exc
-        if not isinstance(scores, (list, tuple)) or len(scores) != len(completions):
-            got = f"{len(scores)} scores" if isinstance(scores, (list, tuple)) else type(scores).__name__
-            raise RunError(f"reward {self.__name__!r} returned {got} for {len(completions)} completions; return one score per completion")
+            scores = call_with_limit(self._batch_then_samples, self.timeout, completions=completions, **kwargs)
+        except RewardTimeout:
+            raise RunError(f"reward {self.__name__!r} did not return within {self.timeout:g} s on a batch of {n} "
+                           f"completions; make it faster or raise {self.where}.timeout") from None
+        if not isinstance(scores, (list, tuple)) or len(scores) != n:
+            got = f"{len(scores)} scores" if isinstance(scores, (list, tuple)) else f"a {type(scores).__name__}"
+            raise RunError(f"reward {self.__name__!r} returned {got} for {n} completions; return one score per completion")
         out = []
         for i, s in enumerate(scores):
             if s is None:
                 out.append(None)
                 continue
             if isinstance(s, bool) or not isinstance(s, numbers.Real) or not math.isfinite(s):
-                raise RunError(f"reward {self.__name__!r} gave {s!r} for sample {i}; a score is a finite number or None")
+                raise RunError(f"reward {self.__name__!r} gave {s!r:.40} for sample {i} of {n} (completion {_start(completions[i])}); "
+                               f"a score is a finite number or None")
             out.append(float(s))
         return out
+
+    def _batch_then_samples(self, completions, **kwargs):
+        """The reward on the whole batch; if that raises, on each sample alone to find (or skip) the culprit."""
+        try:
+            return self.fn(completions=completions, **kwargs)
+        except Exception as exc:
+            batch_error = exc
+        n = len(completions)
+        scores: list = []
+        skipped = 0
+        for i in range(n):
+            alone = {k: [v[i]] if isinstance(v, list) and len(v) == n else v for k, v in kwargs.items()}
+            try:
+                scores.extend(self.fn(completions=[completions[i]], **alone))
+            except Exception as exc:
+                if self.on_error != "skip":
+                    raise RunError(f"reward {self.__name__!r} raised {_reason(exc)} on sample {i} of {n} (completion "
+                                   f"{_start(completions[i])}); fix the reward or set {self.where}.on_error: skip") from exc
+                self._skip(i, n, completions[i], exc)
+                skipped += 1
+                scores.append(None)
+        if not skipped:
+            raise RunError(f"reward {self.__name__!r} raised {_reason(batch_error)} on a batch of {n} completions, though each "
+                           f"sample alone scores; the reward depends on the batch: fix it") from batch_error
+        return scores
+
+    def _skip(self, i: int, n: int, completion, exc: BaseException) -> None:
+        self.skipped += 1
+        if not self.warned:
+            self.warned = True
+            print(f"grpo_ext: warning: reward {self.__name__!r} raised {_reason(exc)} on sample {i} of {n} (completion "
+                  f"{_start(completion)}); scored None ({self.where}.on_error: skip), counted as reward_errors/{self.__name__} "
+                  f"in metrics.jsonl", file=sys.stderr, flush=True)
+
+
+def error_counter(funcs: list):
+    """A TrainerCallback that adds ``reward_errors/NAME`` (samples skipped since the last line) to each log."""
+    from transformers import TrainerCallback
+
+    skipping = [f for f in funcs if isinstance(f, Guarded) and f.on_error == "skip"]
+
+    class _Counter(TrainerCallback):
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            if logs is None or "reward" not in logs:
+                return
+            for f in skipping:
+                logs[f"reward_errors/{f.__name__}"] = f.skipped
+                f.skipped = 0
+
+    return _Counter()

@@ -1,0 +1,242 @@
+"""Generated bad recipes: every one exits 2 with `error:` lines naming the key path, fast, creating nothing.
+
+Each strategy below breaks the shipped digit recipe in one way (or writes something that is no recipe
+at all) and says which key path the error must name. The bulk runs `train.main()` in-process; a sample
+runs as a real subprocess to hold the 1.5 s bound for a user's whole command.
+"""
+
+import contextlib
+import copy
+import io
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from grpo_ext import compat, recipe, rewards, shapes, train
+
+ROOT = Path(__file__).resolve().parents[1]
+DIGIT = yaml.safe_load((ROOT / "recipes" / "digit.yaml").read_text())
+TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+NAME = st.text("abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=20)
+VALUES = {
+    "str": TEXT, "int": st.integers(-10**6, 10**6), "float": st.floats(allow_nan=False, allow_infinity=False),
+    "bool": st.booleans(), "null": st.none(), "list": st.lists(st.integers(), max_size=3),
+    "dict": st.dictionaries(NAME, st.integers(), max_size=2),
+}
+
+
+def is_number_text(value) -> bool:
+    try:
+        float(value)
+        return True
+    except (TypeError, ValueError):
+        return False
+
+
+def wrong_value(kinds) -> st.SearchStrategy:
+    """A value of a YAML kind the key does not accept (an int is a float; so is a numeric string)."""
+    bad = [k for k in VALUES if k not in kinds and not (k == "int" and "float" in kinds)]
+    values = st.one_of(*(VALUES[k] for k in bad))
+    return values.filter(lambda v: not ("float" in kinds and isinstance(v, str) and is_number_text(v)))
+
+
+def changed(path: tuple, value) -> dict:
+    doc = copy.deepcopy(DIGIT)
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    return doc
+
+
+def where(path: tuple) -> str:
+    text = ""
+    for key in path:
+        text += f"[{key}]" if isinstance(key, int) else (f".{key}" if text else str(key))
+    return text
+
+
+@st.composite
+def unknown_key(draw):
+    """An unknown key at any level."""
+    section = draw(st.sampled_from(["", "model", "data", "eval", "training", "rewards"]))
+    known = {"": recipe.TOP_LEVEL, "model": recipe.SCHEMA["model"], "data": recipe.SCHEMA["data"], "eval": recipe.SCHEMA["eval"],
+             "training": compat.known_keys() | set(compat.RETIRED) | {"output_dir", "seed"}, "rewards": recipe.SCHEMA["reward"]}[section]
+    key = draw(NAME.filter(lambda k: k not in known))
+    if section == "":
+        return changed((key,), 1), f"{key}: unknown key"
+    if section == "rewards":
+        return changed(("rewards", 1), {"name": "digit_shaped", key: 1}), f"rewards[1].{key}: unknown key"
+    return changed((section, key), 1), f"{section}.{key}: unknown"
+
+
+@st.composite
+def wrong_type(draw):
+    """A value of the wrong kind for a recipe key or a GRPOConfig key."""
+    if draw(st.booleans()):
+        section = draw(st.sampled_from(["model", "data", "eval"]))
+        key = draw(st.sampled_from(sorted(recipe.SCHEMA[section])))
+        kinds = recipe.SCHEMA[section][key].kinds
+        path = (section, key)
+    else:
+        table = compat.fields()
+        key = draw(st.sampled_from(sorted(k for k, f in table.items() if "any" not in f["kinds"] and k not in ("output_dir", "seed"))))
+        kinds = table[key]["kinds"]
+        path = ("training", key)
+    return changed(path, draw(wrong_value(kinds))), where(path)
+
+
+@st.composite
+def bad_reward(draw):
+    """Unknown names, missing files, bad weights, args a reward does not take, bad policies, entries of the wrong kind."""
+    i = draw(st.integers(0, 1))
+    kind = draw(st.sampled_from(["name", "file", "weight", "args", "args_kind", "on_error", "timeout", "entry", "empty"]))
+    if kind == "name":
+        name = draw(NAME.filter(lambda n: n not in rewards.known_names()))
+        return changed(("rewards", i), name), f"rewards[{i}].name: unknown reward"
+    if kind == "file":
+        return changed(("rewards", i), f"./missing_{draw(NAME)}.py:score"), f"rewards[{i}].name: reward file"
+    if kind == "weight":
+        return changed(("rewards", i), {"name": "digit_exact", "weight": draw(wrong_value(("float",)))}), f"rewards[{i}].weight"
+    if kind == "args":
+        return changed(("rewards", i), {"name": "digit_exact", "args": {draw(NAME): draw(VALUES["int"])}}), f"rewards[{i}].args"
+    if kind == "args_kind":
+        return changed(("rewards", i), {"name": "digit_exact", "args": draw(wrong_value(("dict",)))}), f"rewards[{i}].args"
+    if kind == "on_error":
+        return changed(("rewards", i), {"name": "digit_exact", "on_error": draw(TEXT.filter(lambda t: t not in ("fail", "skip")))}), \
+            f"rewards[{i}].on_error"
+    if kind == "timeout":
+        return changed(("rewards", i), {"name": "digit_exact", "timeout": draw(st.floats(-100, 0.09))}), f"rewards[{i}].timeout"
+    if kind == "entry":
+        return changed(("rewards", i), draw(st.one_of(VALUES["int"], VALUES["list"], VALUES["bool"]))), f"rewards[{i}]"
+    return changed(("rewards",), []), "rewards: is empty"
+
+
+@st.composite
+def bad_prompts(draw):
+    """Empty prompt lists, prompts that are not non-empty strings."""
+    key = draw(st.sampled_from(["prompts", "eval_prompts"]))
+    if draw(st.booleans()):
+        return changed(("data", key), []), f"data.{key}: is empty"
+    prompts = list(DIGIT["data"][key])
+    i = draw(st.integers(0, len(prompts) - 1))
+    prompts[i] = draw(st.one_of(st.just(""), st.just("   "), VALUES["int"], VALUES["null"], VALUES["list"]))
+    return changed(("data", key), prompts), f"data.{key}[{i}]"
+
+
+@st.composite
+def bad_sizes(draw):
+    """Zero or negative sizes, and groups that do not divide the batch."""
+    kind = draw(st.sampled_from(["size", "eval", "divide"]))
+    if kind == "size":
+        key = draw(st.sampled_from(shapes.POSITIVE_INTS))
+        return changed(("training", key), draw(st.integers(-1000, 0))), f"training.{key}: must be at least 1"
+    if kind == "eval":
+        key = draw(st.sampled_from(["samples", "batch_size", "max_new_tokens"]))
+        return changed(("eval", key), draw(st.integers(-1000, 0))), f"eval.{key}: must be at least 1"
+    g = draw(st.integers(2, 64))
+    batch = draw(st.integers(1, 256).filter(lambda b: b % g))
+    doc = changed(("training", "num_generations"), g)
+    doc["training"]["per_device_train_batch_size"] = batch
+    return doc, "training.per_device_train_batch_size"
+
+
+@st.composite
+def bad_override(draw):
+    """A valid recipe with a bad `key=value` on the command line."""
+    kind = draw(st.sampled_from(["unknown", "shape", "path"]))
+    if kind == "unknown":
+        key = draw(NAME.filter(lambda k: k not in compat.known_keys() and k not in compat.RETIRED and k not in ("output_dir", "seed")))
+        return copy.deepcopy(DIGIT), f"training.{key}: unknown", [f"training.{key}=1"]
+    if kind == "shape":
+        return copy.deepcopy(DIGIT), "training.num_generations", [f"training.num_generations={draw(st.integers(-5, 1))}"]
+    return copy.deepcopy(DIGIT), "override", [f"rewards.{draw(st.integers(2, 99))}.weight=1"]
+
+
+@st.composite
+def not_a_recipe(draw):
+    """YAML syntax errors, documents that are not mappings, random text, bytes that are not UTF-8, huge files."""
+    kind = draw(st.sampled_from(["syntax", "scalar", "text", "bytes", "huge"]))
+    if kind == "syntax":
+        lines = yaml.safe_dump(DIGIT, sort_keys=False).splitlines()
+        at = draw(st.integers(0, len(lines)))
+        broken = draw(st.sampled_from(["key: [unclosed", "key: {a: 1", '"unterminated: x', "\tindented: with a tab", "- : - :", "&x *y"]))
+        return "\n".join(lines[:at] + [broken] + lines[at:]).encode(), "YAML syntax error"
+    if kind == "scalar":
+        value = draw(st.one_of(VALUES["int"], VALUES["list"], VALUES["bool"], st.none(), NAME))
+        return yaml.safe_dump(value).encode(), "a recipe is a mapping"
+    if kind == "text":
+        return draw(TEXT).encode(), None
+    if kind == "bytes":
+        return b"\xff" + draw(st.binary(max_size=40)), "not UTF-8"
+    return b"# " + b"x" * draw(st.integers(recipe.MAX_RECIPE_BYTES, recipe.MAX_RECIPE_BYTES + 10_000)), "a recipe is at most"
+
+
+def as_case(doc_or_bytes, fragment, overrides=()):
+    return doc_or_bytes, fragment, list(overrides)
+
+
+BAD_RECIPES = st.one_of(
+    unknown_key().map(lambda c: as_case(*c)), wrong_type().map(lambda c: as_case(*c)), bad_reward().map(lambda c: as_case(*c)),
+    bad_prompts().map(lambda c: as_case(*c)), bad_sizes().map(lambda c: as_case(*c)), bad_override().map(lambda c: as_case(*c)),
+    not_a_recipe().map(lambda c: as_case(*c)),
+)
+
+
+def write(folder: Path, doc) -> Path:
+    path = folder / "recipe.yaml"
+    if isinstance(doc, bytes):
+        path.write_bytes(doc)
+    else:
+        path.write_text(yaml.safe_dump({**doc, "output_dir": str(folder / "run")}, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def check_refused(rc: int, err: str, fragment: str | None, folder: Path) -> None:
+    assert rc == 2, err
+    lines = err.splitlines()
+    assert lines and all(line.startswith("error: ") for line in lines), err
+    if fragment is not None:
+        assert fragment in err, (fragment, err)
+    assert sorted(p.name for p in folder.rglob("*")) == ["recipe.yaml"], "something was created"
+
+
+@settings(max_examples=1000, deadline=1500, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(BAD_RECIPES)
+def test_bad_recipes_exit_2_in_process(case):
+    doc, fragment, overrides = case
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        path = write(folder, doc)
+        cwd = os.getcwd()
+        err = io.StringIO()
+        try:
+            os.chdir(folder)  # a relative path created by mistake would land here and be seen
+            with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+                rc = train.main([str(path), *overrides])
+        finally:
+            os.chdir(cwd)
+        check_refused(rc, err.getvalue(), fragment, folder)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(BAD_RECIPES)
+def test_bad_recipes_exit_2_as_a_command_within_1_5_s(case):
+    """The user's whole command (interpreter start included) answers within 1.5 s."""
+    doc, fragment, overrides = case
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        path = write(folder, doc)
+        t0 = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "grpo_ext.train", str(path), *overrides], cwd=folder, capture_output=True,
+                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "GRPO_EXT_CACHE": str(folder / "cache")})
+        elapsed = time.monotonic() - t0
+        check_refused(proc.returncode, proc.stderr, fragment, folder)
+        assert elapsed <= 1.5, f"{elapsed:.2f} s"

@@ -1,0 +1,138 @@
+"""Reward faults: each stops the run with one line of a fixed shape, or (on_error: skip) scores None and is counted."""
+
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from grpo_ext.errors import RunError
+from grpo_ext.rewards.guard import Guarded
+
+COMPLETIONS = ["7", "seven is my answer, final", "3", "boom goes the reward"]
+
+
+def raises_on_boom(completions, **kwargs):
+    return [1 / 0 if "boom" in c else 1.0 for c in completions]
+
+
+def batch_only_failure(completions, **kwargs):
+    if len(completions) > 1:
+        raise RuntimeError("needs a batch of one")
+    return [0.5]
+
+
+def hangs(completions, **kwargs):
+    time.sleep(30)
+
+
+FAULTS = [
+    # (reward, exact message as a regular expression)
+    (raises_on_boom,  # raises on one sample: names reward, sample index, start of completion, the fix
+     r"reward 'r' raised ZeroDivisionError: division by zero on sample 3 of 4 \(completion 'boom goes the reward'\); "
+     r"fix the reward or set rewards\[1\]\.on_error: skip"),
+    (lambda completions, **kw: [1.0] * 3,  # wrong number of scores
+     r"reward 'r' returned 3 scores for 4 completions; return one score per completion"),
+    (lambda completions, **kw: 1.0,  # not a list at all
+     r"reward 'r' returned a float for 4 completions; return one score per completion"),
+    (lambda completions, **kw: [1.0, float("nan"), 0.0, 0.0],  # NaN
+     r"reward 'r' gave nan for sample 1 of 4 \(completion 'seven is my answer, final'\); a score is a finite number or None"),
+    (lambda completions, **kw: [1.0, 0.0, float("inf"), 0.0],  # infinity
+     r"reward 'r' gave inf for sample 2 of 4 \(completion '3'\); a score is a finite number or None"),
+    (lambda completions, **kw: [1.0, "high", 0.0, 0.0],  # a string
+     r"reward 'r' gave 'high' for sample 1 of 4 \(completion 'seven is my answer, final'\); a score is a finite number or None"),
+    (lambda completions, **kw: [True, 0.0, 0.0, 0.0],  # a bool is not a score
+     r"reward 'r' gave True for sample 0 of 4 \(completion '7'\); a score is a finite number or None"),
+    (batch_only_failure,  # fails on the batch, each sample alone is fine
+     r"reward 'r' raised RuntimeError: needs a batch of one on a batch of 4 completions, though each sample alone scores; "
+     r"the reward depends on the batch: fix it"),
+    (hangs,  # hangs: stopped by the per-call time limit
+     r"reward 'r' did not return within 0\.3 s on a batch of 4 completions; make it faster or raise rewards\[1\]\.timeout"),
+]
+
+
+@pytest.mark.parametrize("fn,pattern", FAULTS, ids=[p[:40] for _, p in FAULTS])
+def test_fault_message_shape(fn, pattern):
+    guarded = Guarded(fn, "r", where="rewards[1]", timeout=0.3)
+    with pytest.raises(RunError) as info:
+        guarded(completions=COMPLETIONS, prompts=["p"] * 4)
+    assert re.fullmatch(pattern, str(info.value)), str(info.value)
+
+
+def test_skip_scores_none_and_counts(capsys):
+    guarded = Guarded(raises_on_boom, "r", where="rewards[0]", on_error="skip", timeout=5)
+    assert guarded(completions=COMPLETIONS) == [1.0, 1.0, 1.0, None]  # only the failing sample loses its score
+    assert guarded(completions=COMPLETIONS * 2) == [1.0, 1.0, 1.0, None] * 2
+    assert guarded.skipped == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["grpo_ext: warning: reward 'r' raised ZeroDivisionError: division by zero on sample 3 of 4 (completion "
+                   "'boom goes the reward'); scored None (rewards[0].on_error: skip), counted as reward_errors/r in metrics.jsonl"]
+
+
+def test_skip_does_not_hide_bad_scores():
+    guarded = Guarded(lambda completions, **kw: [float("nan")] * len(completions), "r", on_error="skip")
+    with pytest.raises(RunError, match="gave nan for sample 0"):
+        guarded(completions=COMPLETIONS)
+
+
+def test_per_sample_retry_slices_columns():
+    """Dataset columns reach the one-sample retry sliced to that sample, other keyword arguments unchanged."""
+    seen = []
+
+    def needs_answer(completions, answer, trainer_state=None, **kwargs):
+        seen.append((list(answer), trainer_state))
+        if len(completions) == 1 and answer[0] == "x":
+            raise KeyError("x")
+        return [float(c == a) for c, a in zip(completions, answer)] if len(completions) == 1 else 1 / 0
+
+    guarded = Guarded(needs_answer, "r", on_error="skip")
+    assert guarded(completions=["1", "2"], answer=["1", "x"], trainer_state="S") == [1.0, None]
+    assert seen[1:] == [(["1"], "S"), (["x"], "S")]
+
+
+def test_time_limit_works_off_the_main_thread():
+    result = {}
+
+    def call():
+        try:
+            Guarded(hangs, "r", timeout=0.3)(completions=["a"])
+        except RunError as exc:
+            result["error"] = str(exc)
+
+    t0 = time.monotonic()
+    worker = threading.Thread(target=call)
+    worker.start()
+    worker.join(10)
+    assert "did not return within 0.3 s" in result["error"]
+    assert time.monotonic() - t0 < 5
+
+
+def test_limit_none_calls_directly():
+    assert Guarded(lambda completions, **kw: [0.25] * len(completions), "r", timeout=None)(completions=["a"]) == [0.25]
+
+
+def test_reward_stuck_in_c_code_ends_the_process():
+    """A regular expression that backtracks for ages holds the interpreter lock; faulthandler ends the process."""
+    code = ("import re; from grpo_ext.rewards.guard import Guarded\n"
+            "def stuck(completions, **kw): return [float(bool(re.match(r'(a+)+$', 'a' * 60 + 'b')))]\n"
+            "Guarded(stuck, 'stuck', timeout=0.5)(completions=['a'])\n")
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          cwd=Path(__file__).resolve().parents[1])
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("Timeout (0:00:02)!") and "stuck" in proc.stderr
+    assert time.monotonic() - t0 < 15
+
+
+def test_reward_thread_inherits_grad_mode():
+    import torch
+
+    seen = []
+    guarded = Guarded(lambda completions, **kw: seen.append(torch.is_grad_enabled()) or [0.0], "r", timeout=5)
+    with torch.no_grad():
+        guarded(completions=["a"])
+    guarded(completions=["a"])
+    assert seen == [False, True]

@@ -38,7 +38,7 @@ MATRIX = [
 ]
 
 TINY_OVERRIDES = ["training.max_steps=2", "training.per_device_train_batch_size=4", "training.num_generations=4",
-                  "training.max_completion_length=4", "training.save_strategy=no", "eval.samples=2"]
+                  "training.max_completion_length=4", "training.save_strategy='no'", "eval.samples=2"]
 
 
 def sh(cmd: list[str], log: Path, timeout: int = 900) -> tuple[bool, str]:

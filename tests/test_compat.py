@@ -2,6 +2,7 @@
 the field tables of every TRL version in the compatibility matrix (docs/compat.md)."""
 
 import dataclasses
+from pathlib import Path
 
 import pytest
 import yaml
@@ -11,6 +12,7 @@ from grpo_ext import compat, train
 from grpo_ext.errors import RunError
 from grpo_ext.rewards.guard import Guarded
 
+ROOT = Path(__file__).resolve().parents[1]
 OLD = {"max_prompt_length", "use_liger_loss", "vllm_guided_decoding_regex", "use_liger_kernel", "scale_rewards", "beta"}
 NEW = {"use_liger_kernel", "vllm_structured_outputs_regex", "scale_rewards", "beta", "warmup_steps", "use_cpu"}
 
@@ -187,3 +189,15 @@ def test_seed_config_loads_from_a_recipe(tiny_model, digit_doc, tmp_path, no_hub
 def test_make_config_refuses_a_key_this_trl_lacks():
     with pytest.raises(RunError, match="has no such GRPOConfig key; remove it"):
         compat.make_config({"output_dir": "/tmp/grpo_ext_x", "no_such_key_anywhere": 1})
+
+
+@pytest.mark.parametrize("version,override,expected", [
+    ("0.25.0", "training.log_multimodal=true", "training.log_multimodal: needs trl>=1.9"),  # only in a newer TRL
+    ("0.21.0", "training.loss_type=cispo", "training.loss_type: 'cispo' needs trl>=0.26"),  # a value only newer TRL has
+    ("1.16.0", "training.log_multimodl=true", "did you mean 'log_multimodal'?"),  # in no TRL version
+])
+def test_bad_key_exits_2_with_one_line(version, override, expected, monkeypatch, capsys):
+    monkeypatch.setattr(compat, "trl_version", lambda: Version(version))
+    assert train.main([str(ROOT / "recipes" / "digit.yaml"), override, "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0], err

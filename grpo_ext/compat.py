@@ -61,6 +61,13 @@ DROPPED: dict[str, str] = {
     "save_safetensors": "checkpoints are always safetensors",
 }
 
+# Keys only newer TRL versions have, at the value that means what older versions always do: key →
+# (value, why). A recipe may set them (to pin a default that moved) and runs on every version: where
+# the key is missing it is dropped, announced; any other value there is refused like an ADDED key.
+NEUTRAL: dict[str, tuple[object, str]] = {
+    "use_bias_correction_kl": (False, "TRL before 0.26 applies no bias correction to the KL term, the same as false"),
+}
+
 # Values that only newer TRL versions accept: (key, value) → first version with it.
 VALUES_ADDED: dict[tuple[str, str], str] = {
     ("loss_type", "dapo"): "0.22", ("scale_rewards", "batch"): "0.22", ("loss_type", "cispo"): "0.26",
@@ -231,7 +238,7 @@ def check_training(training: dict, installed: Version | None = None) -> list[str
             more = f"; did you mean {hint[0]!r}?" if hint else "; see GRPOConfig in TRL's documentation"
             problems.append(f"{where}: unknown GRPOConfig key{more}")
             continue
-        if not _usable(key, v):
+        if not _usable(key, v) and not (key in NEUTRAL and value == NEUTRAL[key][0]):
             first = first_with(key)
             if first and Version(first) > v:
                 with_tf = "" if key in ADDED else f" with transformers {tables()[Version(first)]['transformers']}"
@@ -325,6 +332,10 @@ def translate(training: dict, installed: Version | None = None, present: set[str
             kwargs[other] = value
             passed[key] = f"passed as {other}={json.dumps(value)}"
             notes.append(f"training.{key} is called {other} in trl {v}; passed as {other}={value!r}")
+            continue
+        if key in NEUTRAL and value == NEUTRAL[key][0] and not has_key(key, v, present):
+            passed[key] = f"dropped: {NEUTRAL[key][1]}"
+            notes.append(f"training.{key}={value!r} dropped: trl {v} has no {key}; {NEUTRAL[key][1]}")
             continue
         if key in DROPPED and not has_key(key, v, present):
             passed[key] = f"dropped: {DROPPED[key]}"

@@ -136,6 +136,7 @@ def write_doc(rows: list[dict], path: Path) -> None:
         tests = row["tests"] if row["install"] == "ok" else "install failed"
         lines.append(f"| {row['trl']} | {row['transformers']} | {tests} | {row['train']} | {dry} | {'pass' if green else 'FAIL'} |")
     lines += ["", f"Logs of the last run: `.compat/logs/` (not committed). Python {sys.version.split()[0]}.", ""]
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
 
 

@@ -37,6 +37,9 @@ NEW = {"use_liger_kernel", "vllm_structured_outputs_regex", "scale_rewards", "be
     # dapo arrived in 0.22; older TRL gets bnpo, the same loss with one process and one step
     ("0.19.1", OLD, "loss_type", "dapo", "loss_type", "bnpo", "passed as \"bnpo\""),
     ("0.22.0", OLD, "loss_type", "dapo", "loss_type", "dapo", None),
+    # a newer key at the value older versions behave as: dropped (announced) where missing, passed where present
+    ("0.19.1", OLD, "use_bias_correction_kl", False, None, None, "dropped: TRL before 0.26"),
+    ("1.16.0", NEW | {"use_bias_correction_kl"}, "use_bias_correction_kl", False, "use_bias_correction_kl", False, None),
     ("1.16.0", NEW, "beta", 0.04, "beta", 0.04, None),  # passed through
 ])
 def test_translate(version, present, key, value, out_key, out_value, passed):
@@ -55,6 +58,7 @@ def test_translate(version, present, key, value, out_key, out_value, passed):
 @pytest.mark.parametrize("version,training,expected", [
     ("0.19.0", {"importance_sampling_level": "sequence"}, "needs trl>=0.20"),  # only newer TRL has the key
     ("0.25.0", {"log_multimodal": True}, "needs trl>=1.9 (installed 0.25.0)"),  # likewise, far newer
+    ("0.25.0", {"use_bias_correction_kl": True}, "needs trl>=0.26"),  # a newer key at a value older TRL cannot mean
     ("0.21.0", {"scale_rewards": "batch"}, "'batch' needs trl>=0.22"),  # only newer TRL has the value
     ("0.27.0", {"loss_type": "luspo"}, "'luspo' needs trl>=0.28"),
     ("1.16.0", {"scale_rewards": "sometimes"}, "expected 'group', 'batch', 'none'"),
@@ -74,6 +78,7 @@ def test_check_training_refuses(version, training, expected, monkeypatch):
     ("0.19.1", {"loss_type": "dapo", "scale_rewards": "group", "max_prompt_length": 256}),  # translated on the oldest
     ("1.16.0", {"loss_type": "dapo", "scale_rewards": True, "max_prompt_length": 256}),  # translated or dropped on the newest
     ("0.26.0", {"vllm_structured_outputs_regex": "\\d"}, ),  # a new name the older TRL knows by its old name
+    ("0.19.1", {"use_bias_correction_kl": False}),  # a newer key at the value older TRL always behaves as
 ])
 def test_check_training_accepts(version, training, monkeypatch):
     monkeypatch.setattr(compat, "trl_version", lambda: Version(version))

@@ -1,12 +1,14 @@
-"""Every TRL version difference lives here, behind named predicates.
+"""Every TRL and transformers version difference lives here, behind named predicates.
 
 A recipe's ``training:`` section uses TRL's own GRPOConfig names. For the installed TRL each key is
 passed through, translated (renamed, or a value converted), dropped with a reason, or refused when only
 a newer TRL has it. Each translation or drop is announced once, in one line. Keys unknown to every
-TRL version are recipe errors with a suggestion.
+supported version are recipe errors with a suggestion.
 
-The table of GRPOConfig fields (``trl_fields.json``, written by ``scripts/trl_fields.py``) lets the
-recipe be checked without importing TRL. Version history comes from TRL's sources at each release.
+Tables of GRPOConfig fields, one per TRL version of the compatibility matrix (``trl_fields/*.json``,
+written by ``scripts/trl_fields.py`` in each version's environment), let a recipe be checked without
+importing TRL: the table of the installed version is used, or the nearest older one. At run time the
+real GRPOConfig decides which name of a renamed key is passed.
 """
 
 import difflib
@@ -40,16 +42,43 @@ ADDED: dict[str, str] = {
     "log_multimodal": "1.9",
 }
 
-# Keys that TRL renamed: old name → (new name, first version with the new name, version without the old one).
-RENAMED: dict[str, tuple[str, str, str]] = {
-    "use_liger_loss": ("use_liger_kernel", "0.25", "0.28"),
-    "vllm_guided_decoding_regex": ("vllm_structured_outputs_regex", "0.27", "0.28"),
-    "wandb_log_unique_prompts": ("log_unique_prompts", "0.26", "0.27"),
+# Renamed keys: old name → new name. TRL renamed the first three; transformers 5 folded warmup_ratio
+# into warmup_steps (a float below 1 is a ratio) and no_cuda into use_cpu. Whichever name the
+# installed version lacks is passed under the name it has, in either direction.
+RENAMED: dict[str, str] = {
+    "use_liger_loss": "use_liger_kernel",
+    "vllm_guided_decoding_regex": "vllm_structured_outputs_regex",
+    "wandb_log_unique_prompts": "log_unique_prompts",
+    "warmup_ratio": "warmup_steps",
+    "no_cuda": "use_cpu",
 }
 
-# Keys that TRL removed without a replacement: key → (version without it, what happens instead).
-DROPPED: dict[str, tuple[str, str]] = {
-    "max_prompt_length": ("0.28", "prompts are no longer truncated; keep them short or truncate them in the data"),
+# Keys removed without a replacement: key → what happens instead. Dropped, with this reason, where absent.
+DROPPED: dict[str, str] = {
+    "max_prompt_length": "prompts are no longer truncated; keep them short or truncate them in the data",
+    "overwrite_output_dir": "grpo_ext never replaces a run unless you pass --overwrite",
+    "logging_dir": "metrics go to output_dir/metrics.jsonl",
+    "save_safetensors": "checkpoints are always safetensors",
+}
+
+# Keys only newer TRL versions have, at the value that means what older versions always do: key →
+# (value, why). A recipe may set them (to pin a default that moved) and runs on every version: where
+# the key is missing it is dropped, announced; any other value there is refused like an ADDED key.
+NEUTRAL: dict[str, tuple[object, str]] = {
+    "use_bias_correction_kl": (False, "TRL before 0.26 applies no bias correction to the KL term, the same as false"),
+}
+
+# Values that only newer TRL versions accept: (key, value) → first version with it.
+VALUES_ADDED: dict[tuple[str, str], str] = {
+    ("loss_type", "dapo"): "0.22", ("scale_rewards", "batch"): "0.22", ("loss_type", "cispo"): "0.26",
+    ("loss_type", "sapo"): "0.26", ("loss_type", "luspo"): "0.28", ("loss_type", "vespo"): "1.0",
+}
+
+# Values passed as an older equivalent where the installed TRL lacks them: (key, value) → (value, caveat).
+# TRL 0.22's dapo divides the summed token loss by the completion tokens of the whole generation batch;
+# bnpo divides by those of each micro-batch, which is the same batch with one process and one step.
+VALUE_FALLBACK: dict[tuple[str, str], tuple[str, str]] = {
+    ("loss_type", "dapo"): ("bnpo", "identical with one process and gradient_accumulation_steps=steps_per_generation=1"),
 }
 
 # Keys gone before the oldest supported TRL: refused with what to use instead.
@@ -60,6 +89,15 @@ RETIRED: dict[str, str] = {
     "vllm_enable_prefix_caching": "prefix caching is on in vLLM by default",
 }
 
+# GRPOConfig keys whose TRL default moved between supported versions; shipped recipes set each of them
+# (or grpo_ext does), and a dry run always shows them.
+MOVED_DEFAULTS = ["beta", "temperature", "top_k", "loss_type", "scale_rewards", "max_completion_length", "vllm_mode",
+                  "gradient_checkpointing", "logging_steps", "report_to", "use_bias_correction_kl"]
+
+# GRPOTrainer keywords that only newer TRL versions take: keyword → first version with it.
+TRAINER_ADDED: dict[str, str] = {"rollout_func": "0.25", "tools": "0.26", "environment_factory": "0.29",
+                                 "quantization_config": "1.8"}
+
 # What grpo_ext sets when the recipe does not: value and reason.
 OUR_DEFAULTS: dict[str, tuple[object, str]] = {
     "logging_steps": (1, "one metrics line per step"),
@@ -67,15 +105,29 @@ OUR_DEFAULTS: dict[str, tuple[object, str]] = {
     "report_to": ("none", "no logging service unless the recipe names one"),
 }
 
-
-@cache
-def fields() -> dict[str, dict]:
-    return json.loads((Path(__file__).with_name("trl_fields.json")).read_text())["fields"]
+TABLES = Path(__file__).with_name("trl_fields")
 
 
 @cache
-def fields_version() -> str:
-    return json.loads((Path(__file__).with_name("trl_fields.json")).read_text())["trl"]
+def tables() -> dict[Version, dict]:
+    """Every shipped field table, oldest TRL first: version → {"trl", "transformers", "fields"}."""
+    docs = [json.loads(f.read_text()) for f in TABLES.glob("*.json")]
+    return {Version(d["trl"]): d for d in sorted(docs, key=lambda d: Version(d["trl"]))}
+
+
+def table_for(installed: Version | None = None) -> dict:
+    """The table of the installed TRL, else the nearest older one, else the oldest."""
+    v = installed or trl_version()
+    older = [t for t in tables() if t <= v]
+    return tables()[older[-1] if older else next(iter(tables()))]
+
+
+def fields(installed: Version | None = None) -> dict[str, dict]:
+    return table_for(installed)["fields"]
+
+
+def fields_version(installed: Version | None = None) -> str:
+    return table_for(installed)["trl"]
 
 
 @cache
@@ -84,7 +136,15 @@ def trl_version() -> Version:
     try:
         return Version(importlib.metadata.version("trl"))
     except importlib.metadata.PackageNotFoundError:
-        return Version(fields_version())
+        return next(reversed(tables()))
+
+
+@cache
+def transformers_version() -> Version:
+    try:
+        return Version(importlib.metadata.version("transformers"))
+    except importlib.metadata.PackageNotFoundError:
+        return Version("0")
 
 
 def trl_at_least(version: str, installed: Version | None = None) -> bool:
@@ -92,23 +152,66 @@ def trl_at_least(version: str, installed: Version | None = None) -> bool:
 
 
 # Named predicates for the behaviours that moved.
-def has_max_prompt_length(v: Version | None = None) -> bool:
-    return not trl_at_least(DROPPED["max_prompt_length"][0], v)
-
-
 def scale_rewards_is_string(v: Version | None = None) -> bool:
+    """TRL 0.22 turned scale_rewards from a bool into 'group' | 'batch' | 'none'."""
     return trl_at_least("0.22", v)
 
 
-def known_keys() -> set[str]:
-    return set(fields()) | set(RENAMED) | set(DROPPED) | set(ADDED)
+def from_pretrained_takes_dtype(v: Version | None = None) -> bool:
+    """transformers 4.56 renamed from_pretrained's and from_config's ``torch_dtype`` to ``dtype``."""
+    return (v or transformers_version()) >= Version("4.56")
+
+
+def trainer_takes(name: str, v: Version | None = None) -> bool:
+    """Whether GRPOTrainer of this TRL takes the keyword ``name``."""
+    return name not in TRAINER_ADDED or trl_at_least(TRAINER_ADDED[name], v)
+
+
+def has_key(key: str, installed: Version | None = None, present: set[str] | None = None) -> bool:
+    """Whether the installed GRPOConfig has ``key``: from its real fields when given (at run time), else
+    from the version rule of a key TRL added, else from the field table."""
+    if present is not None:
+        return key in present
+    if key in ADDED:
+        return trl_at_least(ADDED[key], installed)
+    return key in fields(installed)
+
+
+def dtype_kwargs(dtype) -> dict:
+    """The keyword that sets a model's dtype in from_pretrained and from_config."""
+    return {"dtype" if from_pretrained_takes_dtype() else "torch_dtype": dtype}
+
+
+@cache
+def known_keys() -> frozenset[str]:
+    """Keys that some supported version has: the union of the field tables and the version rules."""
+    tabled = {k for t in tables().values() for k in t["fields"]}
+    return frozenset(tabled | set(RENAMED) | set(RENAMED.values()) | set(DROPPED) | set(ADDED))
+
+
+def first_with(key: str) -> str | None:
+    """The oldest TRL that has ``key`` (by the version rules, else by the tables)."""
+    if key in ADDED:
+        return ADDED[key]
+    return next((t["trl"] for t in tables().values() if key in t["fields"]), None)
 
 
 def check_supported() -> str | None:
     """A one-line problem if the installed TRL is older than the supported range."""
     if trl_version() < MIN_TRL:
-        return f"trl {trl_version()} is older than grpo_ext supports; run: pip install 'trl>={MIN_TRL}'"
+        return f"trl {trl_version()} is older than grpo_ext supports; run: pip install -U 'trl>={MIN_TRL}'"
     return None
+
+
+def _usable(key: str, v: Version) -> bool:
+    """The installed version has the key, or translate() knows what to do with it."""
+    reverse = {new: old for old, new in RENAMED.items()}
+    return has_key(key, v) or key in DROPPED or any(has_key(other, v) for other in (RENAMED.get(key), reverse.get(key)) if other)
+
+
+def _spec(key: str, v: Version) -> dict | None:
+    """The field's kinds and default from the installed table, else from the newest table that has it."""
+    return fields(v).get(key) or next((t["fields"][key] for t in reversed(tables().values()) if key in t["fields"]), None)
 
 
 def check_training(training: dict, installed: Version | None = None) -> list[str]:
@@ -120,7 +223,6 @@ def check_training(training: dict, installed: Version | None = None) -> list[str
     unsupported = check_supported()
     if unsupported:
         problems.append(unsupported)
-    table = fields()
     valid = {}
     for key in list(training):
         where = f"training.{key}"
@@ -136,21 +238,30 @@ def check_training(training: dict, installed: Version | None = None) -> list[str
             more = f"; did you mean {hint[0]!r}?" if hint else "; see GRPOConfig in TRL's documentation"
             problems.append(f"{where}: unknown GRPOConfig key{more}")
             continue
-        if key in ADDED and not trl_at_least(ADDED[key], v):
-            problems.append(f"{where}: needs trl>={ADDED[key]} (installed {v}); run: pip install -U 'trl>={ADDED[key]}'")
+        if not _usable(key, v) and not (key in NEUTRAL and value == NEUTRAL[key][0]):
+            first = first_with(key)
+            if first and Version(first) > v:
+                with_tf = "" if key in ADDED else f" with transformers {tables()[Version(first)]['transformers']}"
+                problems.append(f"{where}: needs trl>={first}{with_tf} (installed {v}); run: pip install -U 'trl>={first}'")
+            else:
+                problems.append(f"{where}: trl {v} with transformers {transformers_version()} has no {key}; remove it")
+            continue
+        rule = (key, value) if isinstance(value, str) else None
+        if rule in VALUES_ADDED and not trl_at_least(VALUES_ADDED[rule], v) and rule not in VALUE_FALLBACK:
+            first = VALUES_ADDED[rule]
+            problems.append(f"{where}: {value!r} needs trl>={first} (installed {v}); run: pip install -U 'trl>={first}'")
             continue
         if key == "scale_rewards":
             if not isinstance(value, (bool, str)) or (isinstance(value, str) and value not in ("group", "batch", "none")):
                 problems.append(f"{where}: expected 'group', 'batch', 'none', true or false, got {value!r}")
-            elif value == "batch" and not scale_rewards_is_string(v):
-                problems.append(f"{where}: 'batch' needs trl>=0.22 (installed {v}); run: pip install -U 'trl>=0.22'")
             else:
                 valid[key] = value
             continue
-        if key in table:
-            coerced, ok = coerce(value, table[key]["kinds"])
+        spec = _spec(key, v)
+        if spec:
+            coerced, ok = coerce(value, spec["kinds"])
             if not ok:
-                problems.append(f"{where}: expected {describe_kinds(table[key]['kinds'])}, got {kind_of(value)} {value!r:.60}")
+                problems.append(f"{where}: expected {describe_kinds(spec['kinds'])}, got {kind_of(value)} {value!r:.60}")
                 continue
             training[key] = coerced
         valid[key] = training[key]
@@ -174,45 +285,75 @@ def check_shapes(training: dict) -> list[str]:
     return shapes.check(lambda key: effective(training, key))
 
 
-def translate(training: dict, installed: Version | None = None) -> tuple[dict, list[str], dict[str, str]]:
+def canonical(key: str, value):
+    """A value in the newest TRL's vocabulary, so that one meaning prints the same on every version."""
+    if key == "scale_rewards" and isinstance(value, bool):
+        return "group" if value else "none"
+    return value
+
+
+def translate(training: dict, installed: Version | None = None, present: set[str] | None = None,
+              ) -> tuple[dict, list[str], dict[str, str]]:
     """Turn a validated ``training:`` section into GRPOConfig kwargs for the installed TRL.
 
-    Returns (kwargs, announcements, marks) where marks maps an output key to 'translated' or 'dropped'.
+    ``present`` is the real GRPOConfig field set (at run time); without it the field table decides.
+    Returns (kwargs, announcements, passed): ``passed`` maps each recipe key that was translated or
+    dropped to how ("passed as ...", "dropped: ...").
     """
     v = installed or trl_version()
-    kwargs, notes, marks = {}, [], {}
-    reverse = {new: (old, first) for old, (new, first, _) in RENAMED.items()}
+    kwargs, notes, passed = {}, [], {}
+    reverse = {new: old for old, new in RENAMED.items()}
     for key, value in training.items():
-        if key in RENAMED:
-            new, first_new, gone = RENAMED[key]
-            if trl_at_least(first_new, v):
-                kwargs[new] = value
-                marks[new] = f"translated from {key}"
-                notes.append(f"training.{key} is called {new} in trl {v}; passed as {new}={value!r}")
-                continue
-        elif key in reverse and not trl_at_least(ADDED.get(key, "0"), v):
-            old, _ = reverse[key]
-            kwargs[old] = value
-            marks[old] = f"translated from {key}"
-            notes.append(f"training.{key} is called {old} in trl {v}; passed as {old}={value!r}")
+        other = RENAMED.get(key) or reverse.get(key)
+        if other and not has_key(key, v, present) and has_key(other, v, present):
+            kwargs[other] = value
+            passed[key] = f"passed as {other}={json.dumps(value)}"
+            notes.append(f"training.{key} is called {other} in trl {v}; passed as {other}={value!r}")
             continue
-        elif key in DROPPED and trl_at_least(DROPPED[key][0], v):
-            marks[key] = "dropped"
-            notes.append(f"training.{key}={value!r} dropped: trl {v} has no {key}; {DROPPED[key][1]}")
+        if key in NEUTRAL and value == NEUTRAL[key][0] and not has_key(key, v, present):
+            passed[key] = f"dropped: {NEUTRAL[key][1]}"
+            notes.append(f"training.{key}={value!r} dropped: trl {v} has no {key}; {NEUTRAL[key][1]}")
             continue
-        elif key == "scale_rewards":
-            if scale_rewards_is_string(v) and isinstance(value, bool):
-                value = "group" if value else "none"
-                marks[key] = "translated from a bool"
-                notes.append(f"training.scale_rewards={training[key]!r} means {value!r} in trl {v}")
-            elif not scale_rewards_is_string(v) and isinstance(value, str):
-                value = value == "group"
-                marks[key] = "translated from a string"
-                notes.append(f"training.scale_rewards={training[key]!r} means {value!r} in trl {v}")
+        if key in DROPPED and not has_key(key, v, present):
+            passed[key] = f"dropped: {DROPPED[key]}"
+            notes.append(f"training.{key}={value!r} dropped: trl {v} has no {key}; {DROPPED[key]}")
+            continue
+        rule = (key, value) if isinstance(value, str) else None
+        if rule in VALUE_FALLBACK and not trl_at_least(VALUES_ADDED[rule], v):
+            older, caveat = VALUE_FALLBACK[rule]
+            kwargs[key] = older
+            passed[key] = f"passed as {json.dumps(older)} ({caveat})"
+            notes.append(f"training.{key}={value!r} is not in trl {v}; passed as {older!r}, {caveat}")
+            continue
+        if key == "scale_rewards" and scale_rewards_is_string(v) != isinstance(value, str):
+            converted = canonical(key, value) if isinstance(value, bool) else value == "group"
+            passed[key] = f"passed as {json.dumps(converted)}"
+            notes.append(f"training.scale_rewards={value!r} means {converted!r} in trl {v}")
+            value = converted
         kwargs[key] = value
     for key, (value, _) in OUR_DEFAULTS.items():
         kwargs.setdefault(key, value)
-    return kwargs, notes, marks
+    return kwargs, notes, passed
+
+
+def effective_rows(training: dict, passed: dict[str, str], installed: Version | None = None) -> list[tuple[str, object, str]]:
+    """(key, value, where it came from) for the recipe's keys, ours, and each key whose TRL default moved.
+
+    Values are canonical (the newest TRL's vocabulary); the origin says how a translated key was passed.
+    """
+    v = installed or trl_version()
+    table = fields(v)
+    rows = []
+    for key in dict.fromkeys([*training, *OUR_DEFAULTS, *MOVED_DEFAULTS]):
+        if key in training:
+            rows.append((key, canonical(key, training[key]), "recipe" + (f"; {passed[key]}" if key in passed else "")))
+        elif key in OUR_DEFAULTS:
+            rows.append((key, OUR_DEFAULTS[key][0], f"grpo_ext default ({OUR_DEFAULTS[key][1]})"))
+        elif key in table and has_key(key, v):
+            rows.append((key, canonical(key, table[key]["default"]), f"trl default (trl {table_for(v)['trl']} table)"))
+        else:
+            rows.append((key, None, f"not in trl {v}"))
+    return rows
 
 
 def hardware_defaults(kwargs: dict, has_cuda: bool, bf16_ok: bool) -> list[str]:
@@ -227,19 +368,64 @@ def hardware_defaults(kwargs: dict, has_cuda: bool, bf16_ok: bool) -> list[str]:
     return notes
 
 
-def make_config(kwargs: dict):
+def config_fields() -> set[str]:
+    """The installed GRPOConfig's real field names (imports TRL)."""
+    import dataclasses
+
     from trl import GRPOConfig
 
+    return {f.name for f in dataclasses.fields(GRPOConfig)}
+
+
+def make_config(kwargs: dict):
+    """GRPOConfig from translated kwargs; a key this TRL lacks is refused in one line."""
+    from trl import GRPOConfig
+
+    from grpo_ext.errors import RunError
+
+    unknown = sorted(set(kwargs) - config_fields())
+    if unknown:
+        raise RunError(f"training.{unknown[0]}: trl {trl_version()} with transformers {transformers_version()} "
+                       f"has no such GRPOConfig key; remove it from the recipe")
     return GRPOConfig(**kwargs)
 
 
-def make_trainer(*, model, reward_funcs, args, train_dataset, tokenizer, peft_config=None, callbacks=None):
-    """Build GRPOTrainer with keywords only; the tokenizer goes to `processing_class` or `tokenizer`."""
+def make_trainer(*, model, reward_funcs, args, train_dataset, tokenizer, callbacks=None, **features):
+    """Build GRPOTrainer with keywords only. The tokenizer goes to ``processing_class`` or ``tokenizer``,
+    whichever the signature has; optional features (peft_config, quantization_config, ...) are passed
+    only when set, and one this TRL does not take is refused in one line."""
     from trl import GRPOTrainer
+
+    from grpo_ext.errors import RunError
 
     params = inspect.signature(GRPOTrainer.__init__).parameters
     kwargs = {"model": model, "reward_funcs": reward_funcs, "args": args, "train_dataset": train_dataset, "callbacks": callbacks}
     kwargs["processing_class" if "processing_class" in params else "tokenizer"] = tokenizer
-    if peft_config is not None:
-        kwargs["peft_config"] = peft_config
+    for name, value in features.items():
+        if value is None:
+            continue
+        if name not in params:
+            need = TRAINER_ADDED.get(name, str(MIN_TRL))
+            raise RunError(f"GRPOTrainer of trl {trl_version()} takes no {name}; run: pip install -U 'trl>={need}'")
+        kwargs[name] = value
     return GRPOTrainer(**kwargs)
+
+
+def reward_params(fn) -> frozenset[str] | None:
+    """The keyword names a reward accepts, or None when it takes ``**kwargs`` (it then gets them all).
+
+    TRL passes different keywords by version (completion_ids from 0.18, trainer_state from 0.20,
+    log_extra and log_metric from 1.0); a reward that names only what it uses works on all of them.
+    """
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return None
+    return frozenset(p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY))
+
+
+def reward_kwargs(accepted: frozenset[str] | None, kwargs: dict) -> dict:
+    """The keywords of a reward call that the reward accepts (see reward_params)."""
+    return kwargs if accepted is None else {k: v for k, v in kwargs.items() if k in accepted}

@@ -28,7 +28,7 @@ def generate(model, tokenizer, prompts: list, *, samples: int, max_new_tokens: i
     try:
         for start in range(0, len(texts), per_batch):
             chunk = texts[start:start + per_batch]
-            enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(device)
+            enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False, return_token_type_ids=False).to(device)
             sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
             with torch.no_grad():
                 ids = model.generate(**enc, max_new_tokens=max_new_tokens, num_return_sequences=samples,

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_ext import catalog
+from grpo_ext import catalog, compat
 from grpo_ext.errors import RunError
 
 READY = "grpo_ext_ready"
@@ -105,11 +105,11 @@ def _convert_gguf(gguf: Path, dest: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, dtype=torch.float32)
+    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, **compat.dtype_kwargs(torch.float32))
     config = loaded.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_config(config, **compat.dtype_kwargs(torch.float32))
     missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
     if missing or unexpected:
         raise RunError(f"converting {gguf.name} failed: missing weights {missing[:3]}, unexpected {unexpected[:3]}")
@@ -169,7 +169,7 @@ def load(model_cfg: dict, base_dir: Path, log=print):
         opts["revision"] = model_cfg["revision"]
     try:
         tokenizer = AutoTokenizer.from_pretrained(where, **opts)
-        model = AutoModelForCausalLM.from_pretrained(where, dtype=pick_dtype(model_cfg["dtype"]), **opts)
+        model = AutoModelForCausalLM.from_pretrained(where, **compat.dtype_kwargs(pick_dtype(model_cfg["dtype"])), **opts)
     except OSError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise RunError(f"model.name {model_cfg['name']!r}: could not load ({first})") from exc

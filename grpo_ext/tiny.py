@@ -33,7 +33,8 @@ def build(path: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2)
     tok.decoder = decoders.ByteLevel()
     tok.train_from_iterator(CORPUS * 4, trainers.BpeTrainer(vocab_size=400, special_tokens=specials,
                                                             initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|pad|>", eos_token="<|end|>")
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|pad|>", eos_token="<|end|>",
+                                        model_input_names=["input_ids", "attention_mask"])  # as Llama tokenizers
     tokenizer.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
     config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=hidden * 2,

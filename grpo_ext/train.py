@@ -24,12 +24,6 @@ from grpo_ext import compat, models, rundir
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import Recipe, load
 
-# GRPOConfig keys whose TRL default moved between versions; a dry run always shows them.
-MOVED_DEFAULTS = ["beta", "temperature", "top_k", "loss_type", "scale_rewards", "max_completion_length", "vllm_mode",
-                  "learning_rate", "num_generations", "per_device_train_batch_size", "gradient_accumulation_steps",
-                  "max_steps", "gradient_checkpointing", "logging_steps", "use_bias_correction_kl"]
-
-
 def say(message: str) -> None:
     print(f"grpo_ext: {message}", file=sys.stderr, flush=True)
 
@@ -60,11 +54,12 @@ def build_rewards(recipe: Recipe) -> tuple[list, list[float]]:
     return funcs, weights
 
 
-def config_kwargs(recipe: Recipe, weights: list[float]) -> tuple[dict, list[str], dict[str, str]]:
+def config_kwargs(recipe: Recipe, weights: list[float], present: set[str] | None = None) -> tuple[dict, list[str], dict[str, str]]:
+    """GRPOConfig kwargs for the installed TRL (``present``: its real fields, else the field table decides)."""
     training = dict(recipe["training"])
     if "reward_weights" in training:
         raise RecipeError("training.reward_weights: set each reward's weight in rewards[i].weight instead")
-    kwargs, notes, marks = compat.translate(training)
+    kwargs, notes, marks = compat.translate(training, present=present)
     kwargs["reward_weights"] = weights
     kwargs["output_dir"] = recipe["output_dir"]
     kwargs["seed"] = recipe["seed"]
@@ -82,19 +77,15 @@ def dry_run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], marks: 
     print("rewards: " + ", ".join(f"{f.__name__} (weight {w})" for f, w in zip(funcs, kwargs["reward_weights"])))
     print(f"data: {n_train}; {len(data['eval_prompts'] or [])} eval prompts; chat format: {data['chat']}")
     print(f"output_dir: {recipe['output_dir']}")
-    print(f"trl {compat.trl_version()}: effective GRPOConfig (TRL defaults from the trl {compat.fields_version()} table)")
-    keys = list(dict.fromkeys([*kwargs, *MOVED_DEFAULTS]))
-    given = recipe["training"]
-    for key in keys:
-        if key in kwargs:
-            value = kwargs[key]
-            origin = marks.get(key) or ("recipe" if key in given else "grpo_ext default" if key in compat.OUR_DEFAULTS else "recipe")
-        else:
-            value, origin = compat.fields().get(key, {}).get("default"), "trl default"
-        print(f"  {key:<32} {json.dumps(value, ensure_ascii=False)[:60]:<24} {origin}")
-    for key, mark in marks.items():
-        if mark == "dropped":
-            print(f"  {key:<32} {'-':<24} dropped for trl {compat.trl_version()}")
+    table = compat.table_for()
+    print(f"trl {compat.trl_version()}, transformers {compat.transformers_version()}: effective GRPOConfig "
+          f"(TRL defaults from the table of trl {table['trl']} with transformers {table['transformers']})")
+    rows = compat.effective_rows(recipe["training"], marks)
+    rows += [("reward_weights", kwargs["reward_weights"], "recipe: rewards[i].weight"),
+             ("output_dir", kwargs["output_dir"], "recipe: output_dir"),
+             ("seed", kwargs["seed"], "recipe: seed" if "seed" in recipe.given else "grpo_ext default")]
+    for key, value, origin in rows:
+        print(f"  {key:<32} {json.dumps(value, ensure_ascii=False)[:60]:<24}  {origin}")
     print("  use_cpu, bf16                    decided at launch from the device (no GPU: use_cpu=true, bf16=false)")
     for note in notes:
         print(f"note: {note}")
@@ -131,7 +122,7 @@ def versions() -> dict[str, str]:
         "python": platform.python_version()}
 
 
-def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], prepared: rundir.Prepared, verbose: bool,
+def run(recipe: Recipe, funcs: list, weights: list[float], prepared: rundir.Prepared, verbose: bool,
         callbacks: list | None = None) -> dict:
     quiet_third_parties(verbose)
     import torch
@@ -143,6 +134,7 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], prepared: r
 
     is_main = PartialState().is_main_process
     log = say if is_main else (lambda _msg: None)
+    kwargs, notes, _ = config_kwargs(recipe, weights, compat.config_fields())
     for note in notes:
         log(note)
     has_cuda = torch.cuda.is_available()
@@ -245,7 +237,7 @@ def main(argv: list[str] | None = None, callbacks: list | None = None) -> int:
             print(line, file=sys.stderr)
         return 2
     try:
-        run(recipe, funcs, kwargs, notes, prepared, opts.verbose, callbacks)
+        run(recipe, funcs, weights, prepared, opts.verbose, callbacks)
     except (RunError, RecipeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

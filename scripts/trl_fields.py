@@ -1,18 +1,22 @@
-"""Write grpo_ext/trl_fields.json: every GRPOConfig field of the installed TRL, with its accepted value kinds.
+"""Write grpo_ext/trl_fields/<trl version>.json: every GRPOConfig field of the installed TRL, with its
+accepted value kinds and its default.
 
-The recipe validator reads this table so it can check `training:` keys without importing TRL or torch.
-Run it after changing the TRL version the table is built from:
+The recipe validator reads these tables so it can check `training:` keys without importing TRL or torch;
+it uses the table of the installed TRL version (or the nearest older one). `scripts/compat_matrix.py`
+runs this in each TRL version's environment:
 
-    python scripts/trl_fields.py
+    python scripts/trl_fields.py [OUT.json]
 """
 
 import dataclasses
+import sys
 import enum
 import json
 import types
 import typing
 from pathlib import Path
 
+import transformers
 import trl
 from trl import GRPOConfig
 
@@ -52,8 +56,11 @@ def default(field: dataclasses.Field):
 
 def main() -> None:
     table = {f.name: {"kinds": kinds(f.type), "default": default(f)} for f in dataclasses.fields(GRPOConfig)}
-    out = Path(__file__).resolve().parents[1] / "grpo_ext" / "trl_fields.json"
-    out.write_text(json.dumps({"trl": trl.__version__, "fields": table}, indent=1, sort_keys=True) + "\n")
+    default_out = Path(__file__).resolve().parents[1] / "grpo_ext" / "trl_fields" / f"{trl.__version__}.json"
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else default_out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    doc = {"trl": trl.__version__, "transformers": transformers.__version__, "fields": table}
+    out.write_text(json.dumps(doc, indent=1, sort_keys=True) + "\n")
     print(f"wrote {len(table)} GRPOConfig fields of trl {trl.__version__} to {out}")
 
 

@@ -1,87 +1,208 @@
-"""The version shim: translations, drops and refusals for the keys the seed and recipes use."""
+"""The version shim: translations, drops and refusals, checked against the installed TRL and against
+the field tables of every TRL version in the compatibility matrix (docs/compat.md)."""
+
+import dataclasses
+from pathlib import Path
 
 import pytest
+import yaml
 from packaging.version import Version
 
-from grpo_ext import compat
+from grpo_ext import compat, train
+from grpo_ext.errors import RunError
+from grpo_ext.rewards.guard import Guarded
+
+ROOT = Path(__file__).resolve().parents[1]
+OLD = {"max_prompt_length", "use_liger_loss", "vllm_guided_decoding_regex", "use_liger_kernel", "scale_rewards", "beta"}
+NEW = {"use_liger_kernel", "vllm_structured_outputs_regex", "scale_rewards", "beta", "warmup_steps", "use_cpu"}
 
 
-@pytest.mark.parametrize("version,key,value,out_key,out_value,mark", [
+@pytest.mark.parametrize("version,present,key,value,out_key,out_value,passed", [
     # the seed's max_prompt_length: passed where TRL has it, dropped (with a reason) where it was removed
-    ("0.27.0", "max_prompt_length", 256, "max_prompt_length", 256, None),
-    ("0.28.0", "max_prompt_length", 256, None, None, "dropped"),
-    ("1.16.0", "max_prompt_length", 256, None, None, "dropped"),
+    ("0.27.0", OLD, "max_prompt_length", 256, "max_prompt_length", 256, None),
+    ("1.16.0", NEW, "max_prompt_length", 256, None, None, "dropped: prompts are no longer truncated"),
     # scale_rewards moved from a bool to a string in 0.22
-    ("1.16.0", "scale_rewards", True, "scale_rewards", "group", "translated from a bool"),
-    ("1.16.0", "scale_rewards", False, "scale_rewards", "none", "translated from a bool"),
-    ("0.21.0", "scale_rewards", "group", "scale_rewards", True, "translated from a string"),
-    ("0.21.0", "scale_rewards", "none", "scale_rewards", False, "translated from a string"),
-    ("1.16.0", "scale_rewards", "batch", "scale_rewards", "batch", None),
-    # renamed keys, both directions
-    ("1.16.0", "use_liger_loss", True, "use_liger_kernel", True, "translated from use_liger_loss"),
-    ("0.24.0", "use_liger_loss", True, "use_liger_loss", True, None),
-    ("1.16.0", "vllm_guided_decoding_regex", "\\d", "vllm_structured_outputs_regex", "\\d", "translated from vllm_guided_decoding_regex"),
-    ("0.26.0", "vllm_structured_outputs_regex", "\\d", "vllm_guided_decoding_regex", "\\d", "translated from vllm_structured_outputs_regex"),
-    ("1.16.0", "beta", 0.04, "beta", 0.04, None),  # passed through
+    ("1.16.0", NEW, "scale_rewards", True, "scale_rewards", "group", "passed as \"group\""),
+    ("1.16.0", NEW, "scale_rewards", False, "scale_rewards", "none", "passed as \"none\""),
+    ("0.21.0", OLD, "scale_rewards", "group", "scale_rewards", True, "passed as true"),
+    ("0.21.0", OLD, "scale_rewards", "none", "scale_rewards", False, "passed as false"),
+    ("1.16.0", NEW, "scale_rewards", "batch", "scale_rewards", "batch", None),
+    # renamed keys, both directions, decided by which name the installed GRPOConfig has
+    ("1.16.0", NEW, "use_liger_loss", True, "use_liger_kernel", True, "passed as use_liger_kernel=true"),
+    ("0.24.0", OLD, "use_liger_loss", True, "use_liger_loss", True, None),
+    ("1.16.0", NEW, "vllm_guided_decoding_regex", "\\d", "vllm_structured_outputs_regex", "\\d", "passed as vllm_structured_outputs_regex"),
+    ("0.26.0", OLD, "vllm_structured_outputs_regex", "\\d", "vllm_guided_decoding_regex", "\\d", "passed as vllm_guided_decoding_regex"),
+    # transformers 5 folded warmup_ratio into warmup_steps (a float below 1 is a ratio)
+    ("1.16.0", NEW, "warmup_ratio", 0.1, "warmup_steps", 0.1, "passed as warmup_steps=0.1"),
+    # dapo arrived in 0.22; older TRL gets bnpo, the same loss with one process and one step
+    ("0.19.1", OLD, "loss_type", "dapo", "loss_type", "bnpo", "passed as \"bnpo\""),
+    ("0.22.0", OLD, "loss_type", "dapo", "loss_type", "dapo", None),
+    # a newer key at the value older versions behave as: dropped (announced) where missing, passed where present
+    ("0.19.1", OLD, "use_bias_correction_kl", False, None, None, "dropped: TRL before 0.26"),
+    ("1.16.0", NEW | {"use_bias_correction_kl"}, "use_bias_correction_kl", False, "use_bias_correction_kl", False, None),
+    ("1.16.0", NEW, "beta", 0.04, "beta", 0.04, None),  # passed through
 ])
-def test_translate(version, key, value, out_key, out_value, mark):
-    kwargs, notes, marks = compat.translate({key: value}, Version(version))
+def test_translate(version, present, key, value, out_key, out_value, passed):
+    kwargs, notes, how = compat.translate({key: value}, Version(version), present)
     if out_key is None:
         assert key not in kwargs
     else:
         assert kwargs[out_key] == out_value
-    if mark is None:
-        assert not notes
+    if passed is None:
+        assert not notes and key not in how
     else:
-        assert marks[out_key or key] == mark
-        assert len(notes) == 1 and key in notes[0]  # announced once, in one line
-
-
-def test_drop_says_what_happens_instead():
-    _, notes, _ = compat.translate({"max_prompt_length": 256}, Version("1.16.0"))
-    assert "no longer truncated" in notes[0]
+        assert how[key].startswith(passed)
+        assert len(notes) == 1 and key in notes[0] and "\n" not in notes[0]  # announced once, in one line
 
 
 @pytest.mark.parametrize("version,training,expected", [
-    ("0.19.0", {"importance_sampling_level": "sequence"}, "needs trl>=0.20"),  # only newer TRL has it
-    ("0.21.0", {"scale_rewards": "batch"}, "'batch' needs trl>=0.22"),
+    ("0.19.0", {"importance_sampling_level": "sequence"}, "needs trl>=0.20"),  # only newer TRL has the key
+    ("0.25.0", {"log_multimodal": True}, "needs trl>=1.9 (installed 0.25.0)"),  # likewise, far newer
+    ("0.25.0", {"use_bias_correction_kl": True}, "needs trl>=0.26"),  # a newer key at a value older TRL cannot mean
+    ("0.21.0", {"scale_rewards": "batch"}, "'batch' needs trl>=0.22"),  # only newer TRL has the value
+    ("0.27.0", {"loss_type": "luspo"}, "'luspo' needs trl>=0.28"),
     ("1.16.0", {"scale_rewards": "sometimes"}, "expected 'group', 'batch', 'none'"),
-    ("1.16.0", {"not_a_key": 1}, "unknown GRPOConfig key"),
-    ("0.18.0", {}, "older than grpo_ext supports"),
+    ("1.16.0", {"not_a_key": 1}, "unknown GRPOConfig key"),  # in no version
+    ("1.16.0", {"max_complection_length": 8}, "did you mean 'max_completion_length'?"),
+    ("1.16.0", {"vllm_device": "cuda:1"}, "removed in trl 0.18"),
+    ("0.18.0", {}, "older than grpo_ext supports; run: pip install -U 'trl>=0.19'"),
 ])
 def test_check_training_refuses(version, training, expected, monkeypatch):
     monkeypatch.setattr(compat, "trl_version", lambda: Version(version))
     problems = compat.check_training(dict(training), Version(version))
     assert any(expected in p for p in problems), problems
+    assert all("\n" not in p for p in problems)
 
 
-def test_seed_config_loads_on_installed_trl():
-    """The seed tutorial's GRPOConfig settings validate and translate with at most one line per key."""
-    seed = {"learning_rate": 5e-6, "beta": 0.04, "max_prompt_length": 256, "max_completion_length": 32,
-            "num_generations": 8, "temperature": 0.8, "per_device_train_batch_size": 2,
-            "gradient_accumulation_steps": 4, "num_train_epochs": 1, "logging_steps": 10, "save_strategy": "no", "bf16": True}
-    assert compat.check_training(dict(seed)) == []
-    kwargs, notes, _ = compat.translate(seed)
-    assert len(notes) <= 1
-    config = compat.make_config({**kwargs, "output_dir": "/tmp/grpo_ext_seed", "use_cpu": True})
-    assert config.num_generations == 8 and config.beta == 0.04
+@pytest.mark.parametrize("version,training", [
+    ("0.19.1", {"loss_type": "dapo", "scale_rewards": "group", "max_prompt_length": 256}),  # translated on the oldest
+    ("1.16.0", {"loss_type": "dapo", "scale_rewards": True, "max_prompt_length": 256}),  # translated or dropped on the newest
+    ("0.26.0", {"vllm_structured_outputs_regex": "\\d"}, ),  # a new name the older TRL knows by its old name
+    ("0.19.1", {"use_bias_correction_kl": False}),  # a newer key at the value older TRL always behaves as
+])
+def test_check_training_accepts(version, training, monkeypatch):
+    monkeypatch.setattr(compat, "trl_version", lambda: Version(version))
+    assert compat.check_training(dict(training), Version(version)) == []
 
 
-def test_trainer_gets_tokenizer_by_its_name():
-    import inspect
+@pytest.mark.parametrize("key,first", sorted(compat.ADDED.items()))
+def test_added_matches_field_tables(key, first):
+    """Each key TRL added is missing from every table older than its version and present from then on."""
+    for v, table in compat.tables().items():
+        assert (key in table["fields"]) == (v >= Version(first)), f"{key} in trl {v}"
 
-    from trl import GRPOTrainer
 
-    params = inspect.signature(GRPOTrainer.__init__).parameters
-    assert "processing_class" in params or "tokenizer" in params
+@pytest.mark.parametrize("key", ["max_prompt_length", "use_liger_loss", "vllm_guided_decoding_regex", "wandb_log_unique_prompts"])
+def test_removed_trl_keys_match_field_tables(key):
+    """The keys TRL removed exist in the oldest table and not in the newest."""
+    tables = list(compat.tables().values())
+    assert key in tables[0]["fields"] and key not in tables[-1]["fields"]
+
+
+@pytest.mark.parametrize("key", sorted(compat.MOVED_DEFAULTS))
+def test_moved_defaults_are_set_by_the_digit_recipe(key, digit_doc):
+    """The shipped recipe (or grpo_ext) sets every key whose TRL default moved, where the key is in every version."""
+    in_all = all(key in t["fields"] for t in compat.tables().values())
+    assert not in_all or key in digit_doc["training"] or key in compat.OUR_DEFAULTS
 
 
 def test_field_table_matches_installed_trl():
-    """trl_fields.json was written from an installed TRL; on that version it must match exactly."""
-    import dataclasses
-
+    """The installed TRL's table (written by scripts/trl_fields.py) matches its GRPOConfig exactly."""
     from trl import GRPOConfig
 
-    if str(compat.trl_version()) != compat.fields_version():
-        pytest.skip(f"table is for trl {compat.fields_version()}, installed {compat.trl_version()}")
-    assert {f.name for f in dataclasses.fields(GRPOConfig)} == set(compat.fields())
+    table = compat.table_for()
+    if table["trl"] != str(compat.trl_version()):
+        pytest.skip(f"no table for trl {compat.trl_version()}; the nearest is {table['trl']}")
+    assert {f.name for f in dataclasses.fields(GRPOConfig)} == set(table["fields"])
+
+
+@pytest.mark.parametrize("transformers,expected", [
+    ("4.53.3", "torch_dtype"),  # before 4.56 from_pretrained takes torch_dtype
+    ("4.56.0", "dtype"),
+    ("5.24.0", "dtype"),
+])
+def test_dtype_keyword(transformers, expected, monkeypatch):
+    monkeypatch.setattr(compat, "transformers_version", lambda: Version(transformers))
+    assert list(compat.dtype_kwargs("float32")) == [expected]
+
+
+@pytest.mark.parametrize("version,name,expected", [
+    ("1.7.0", "quantization_config", False),  # GRPOTrainer takes it from 1.8
+    ("1.8.0", "quantization_config", True),
+    ("0.19.1", "peft_config", True),  # in every supported version
+])
+def test_trainer_takes(version, name, expected):
+    assert compat.trainer_takes(name, Version(version)) is expected
+
+
+def strict_reward(completions, solution):
+    """A user's reward that names only what it uses (no **kwargs)."""
+    return [float(str(s) in str(c)) for c, s in zip(completions, solution)]
+
+
+def open_reward(completions, **kwargs):
+    return [float(len(kwargs)) for _ in completions]
+
+
+@pytest.mark.parametrize("fn,extra,expected", [
+    # 0.19 passes completion_ids; a strict reward gets only what it names
+    (strict_reward, {"completion_ids": [[1], [2]]}, [1.0, 0.0]),
+    # 0.20 adds trainer_state; 1.0 adds log_extra and log_metric
+    (strict_reward, {"completion_ids": [[1], [2]], "trainer_state": None, "log_extra": print, "log_metric": print}, [1.0, 0.0]),
+    # a reward with **kwargs gets everything (prompts, solution and the version's extras)
+    (open_reward, {"completion_ids": [[1], [2]], "trainer_state": None}, [4.0, 4.0]),
+])
+@pytest.mark.parametrize("chat", [False, True])
+def test_rewards_take_what_each_version_passes(fn, extra, expected, chat):
+    completions = ["7", "x"] if not chat else [[{"role": "assistant", "content": "7"}], [{"role": "assistant", "content": "x"}]]
+    reward = Guarded(fn, fn.__name__)
+    assert reward(prompts=["p", "p"], completions=completions, solution=["7", "7"], **extra) == expected
+
+
+SEED_TRAINING = {"learning_rate": 5e-6, "beta": 0.04, "max_prompt_length": 256, "max_completion_length": 32,
+                 "num_generations": 4, "temperature": 0.8, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1,
+                 "num_train_epochs": 1, "logging_steps": 10, "save_strategy": "no", "bf16": False}
+
+
+def test_seed_config_loads_from_a_recipe(tiny_model, digit_doc, tmp_path, no_hub):
+    """The seed tutorial's GRPOConfig (max_prompt_length=256, the tokenizer as processing_class) loads from a
+    recipe on the installed TRL: at most one announcement per translated key, and a trainer is built."""
+    from grpo_ext import models
+    from grpo_ext.recipe import load
+
+    doc = {**digit_doc, "training": SEED_TRAINING, "output_dir": str(tmp_path / "seed")}
+    doc["model"]["name"] = str(tiny_model)
+    path = tmp_path / "seed.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    recipe = load(str(path))
+    funcs, weights = train.build_rewards(recipe)
+    kwargs, notes, passed = train.config_kwargs(recipe, weights, compat.config_fields())
+    for key in SEED_TRAINING:
+        assert sum(f"training.{key}" in n for n in notes) <= 1, notes
+    assert set(passed) <= {"max_prompt_length"}
+    config = compat.make_config({**kwargs, "use_cpu": True})
+    assert config.beta == 0.04 and config.num_generations == 4 and config.temperature == 0.8
+    assert getattr(config, "max_prompt_length", 256) == 256
+    model, tokenizer, _ = models.load(recipe["model"], recipe.base_dir, lambda _msg: None)
+    from datasets import Dataset
+
+    trainer = compat.make_trainer(model=model, reward_funcs=funcs, args=config, tokenizer=tokenizer,
+                                  train_dataset=Dataset.from_list([{"prompt": "Say 7."}] * 4))
+    assert trainer.processing_class is tokenizer
+
+
+def test_make_config_refuses_a_key_this_trl_lacks():
+    with pytest.raises(RunError, match="has no such GRPOConfig key; remove it"):
+        compat.make_config({"output_dir": "/tmp/grpo_ext_x", "no_such_key_anywhere": 1})
+
+
+@pytest.mark.parametrize("version,override,expected", [
+    ("0.25.0", "training.log_multimodal=true", "training.log_multimodal: needs trl>=1.9"),  # only in a newer TRL
+    ("0.21.0", "training.loss_type=cispo", "training.loss_type: 'cispo' needs trl>=0.26"),  # a value only newer TRL has
+    ("1.16.0", "training.log_multimodl=true", "did you mean 'log_multimodal'?"),  # in no TRL version
+])
+def test_bad_key_exits_2_with_one_line(version, override, expected, monkeypatch, capsys):
+    monkeypatch.setattr(compat, "trl_version", lambda: Version(version))
+    assert train.main([str(ROOT / "recipes" / "digit.yaml"), override, "--dry-run"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0], err

@@ -16,6 +16,7 @@ import numbers
 import sys
 import threading
 
+from grpo_ext import compat
 from grpo_ext.errors import RunError
 from grpo_ext.rewards.registry import completion_text
 
@@ -85,6 +86,7 @@ class Guarded:
     """A picklable reward wrapper: runs the reward under a time limit and checks the scores it returns.
 
     ``where`` is the recipe key of the reward (``rewards[1]``), named in the fix each error suggests.
+    A reward without ``**kwargs`` gets only the keywords it names, whatever this TRL version passes.
     """
 
     def __init__(self, fn, name: str, *, where: str = "rewards[i]", on_error: str = "fail", timeout: float | None = None):
@@ -92,6 +94,7 @@ class Guarded:
         self.__name__ = name
         self.__doc__ = getattr(fn, "__doc__", None)
         self.where, self.on_error, self.timeout = where, on_error, timeout
+        self.accepts = compat.reward_params(fn)
         self.skipped = 0  # samples scored None after an error, since the last metrics line
         self.warned = False
 
@@ -101,7 +104,7 @@ class Guarded:
     def __call__(self, completions, **kwargs) -> list[float | None]:
         n = len(completions)
         try:
-            scores = call_with_limit(self._batch_then_samples, self.timeout, completions=completions, **kwargs)
+            scores = call_with_limit(self._batch_then_samples, self.timeout, completions=completions, **compat.reward_kwargs(self.accepts, kwargs))
         except RewardTimeout:
             raise RunError(f"reward {self.__name__!r} did not return within {self.timeout:g} s on a batch of {n} "
                            f"completions; make it faster or raise {self.where}.timeout") from None

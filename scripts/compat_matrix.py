@@ -1,0 +1,171 @@
+"""Compatibility matrix: install each supported TRL version, test grpo_ext on it, write docs/compat.md.
+
+For each row: a plain venv under .compat/venvs/ (kept and reused while its pins match), pip install of
+torch==2.13.0 (the CPU build), the row's trl and transformers, and grpo_ext with its test extras; then
+the field table (grpo_ext/trl_fields/<trl>.json), the compatibility tests (tests/test_compat.py), a
+2-step training of the tiny local model through `python -m grpo_ext.train`, and a dry run of the digit
+recipe whose effective values must equal the newest row's (for keys both versions have).
+
+    python scripts/compat_matrix.py                 # every row; writes docs/compat.md
+    python scripts/compat_matrix.py --only 0.19.1   # one row (CI runs the oldest); docs untouched
+
+Rows run one after another: installs are network and disk bound. Exit status 1 if any row fails.
+"""
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+VENVS = ROOT / ".compat" / "venvs"
+
+# (trl, transformers): each TRL minor with a transformers release it supports.
+MATRIX = [
+    ("0.19.1", "4.53.3"),
+    ("0.20.0", "4.55.4"),
+    ("0.22.2", "4.56.2"),
+    ("0.24.0", "4.57.6"),
+    ("0.26.2", "4.57.6"),
+    ("0.28.0", "4.57.6"),
+    ("0.29.1", "4.57.6"),
+    ("1.0.0", "5.3.0"),
+    ("1.8.0", "5.8.1"),
+    ("1.16.0", "5.24.0"),
+]
+
+TINY_OVERRIDES = ["training.max_steps=2", "training.per_device_train_batch_size=4", "training.num_generations=4",
+                  "training.max_completion_length=4", "training.save_strategy='no'", "eval.samples=2"]
+
+
+def sh(cmd: list[str], log: Path, timeout: int = 900) -> tuple[bool, str]:
+    """Run a command from the repository root, append its output to ``log``; (ok, output)."""
+    with open(log, "a") as fh:
+        fh.write(f"$ {' '.join(cmd)}\n")
+        try:
+            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            fh.write(f"timed out after {timeout} s\n")
+            return False, ""
+        fh.write(proc.stdout + proc.stderr + f"exit {proc.returncode}\n")
+    return proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def install(trl: str, transformers: str, log: Path) -> tuple[Path, bool]:
+    venv = VENVS / f"trl-{trl}"
+    spec = f"torch==2.13.0 trl=={trl} transformers=={transformers}"
+    marker = venv / "grpo_ext-pins.txt"
+    if marker.exists() and marker.read_text() == spec:
+        return venv / "bin" / "python", True
+    ok, _ = sh([sys.executable, "-m", "venv", "--clear", str(venv)], log)
+    ok = ok and sh([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", *spec.split(), "-e", ".[test]"], log)[0]
+    if ok:
+        marker.write_text(spec)
+    return venv / "bin" / "python", ok
+
+
+def dry_run_values(output: str) -> dict[str, str]:
+    """key → printed value from a dry run's effective GRPOConfig block (keys the version has)."""
+    values, inside = {}, False
+    for line in output.splitlines():
+        if "effective GRPOConfig" in line:
+            inside = True
+        elif inside and line.startswith("  ") and not line.startswith("  use_cpu, bf16"):
+            key, rest = line[2:34].strip(), line[34:].strip()
+            value, _, origin = rest.partition("  ")
+            if not origin.strip().startswith("not in trl"):
+                values[key] = value
+        elif inside:
+            inside = line.startswith("  ")
+    return values
+
+
+def run_row(trl: str, transformers: str, logs: Path) -> dict:
+    log = logs / f"trl-{trl}.log"
+    log.write_text("")
+    row = {"trl": trl, "transformers": transformers, "install": "failed", "tests": "-", "train": "-", "dry_run": {}}
+    t0 = time.monotonic()
+    python, ok = install(trl, transformers, log)
+    row["install_s"] = round(time.monotonic() - t0)
+    if not ok:
+        return row
+    row["install"] = "ok"
+    sh([str(python), "scripts/trl_fields.py"], log)
+    ok, out = sh([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_compat.py"], log)
+    summary = [line for line in out.splitlines() if " passed" in line or " failed" in line or " error" in line]
+    row["tests"] = (summary[-1].strip("= ").split(" in ")[0] if summary else "no result") + ("" if ok else " (FAILED)")
+    with tempfile.TemporaryDirectory(prefix="grpo_ext_matrix_") as tmp:
+        tiny = Path(tmp) / "tiny"
+        run_dir = Path(tmp) / "run"
+        ok = sh([str(python), "-m", "grpo_ext.tiny", str(tiny)], log)[0]
+        t1 = time.monotonic()
+        ok = ok and sh([str(python), "-m", "grpo_ext.train", "recipes/digit.yaml", f"model.name={tiny}",
+                        f"output_dir={run_dir}", *TINY_OVERRIDES], log)[0]
+        done = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
+        good = ok and done.get("status") == "completed" and done.get("steps") == 2
+        row["train"] = f"2 steps in {time.monotonic() - t1:.0f} s" if good else f"failed ({done.get('error', 'see log')[:60]})"
+    ok, out = sh([str(python), "-m", "grpo_ext.train", "recipes/digit.yaml", "--dry-run"], log)
+    row["dry_run"] = dry_run_values(out) if ok else {}
+    return row
+
+
+def write_doc(rows: list[dict], path: Path) -> None:
+    newest = rows[-1]["dry_run"]
+    lines = [
+        "# Compatibility matrix",
+        "",
+        "Written by `python scripts/compat_matrix.py` (do not edit by hand). Each row installs `torch==2.13.0` (CPU),",
+        "the row's trl and transformers and grpo_ext in a fresh venv, then runs `tests/test_compat.py`, a 2-step",
+        "training of the tiny local model (`grpo_ext.tiny`) through `python -m grpo_ext.train recipes/digit.yaml`, and",
+        "`--dry-run` of `recipes/digit.yaml`. *Dry run* compares the effective GRPOConfig values it prints with those",
+        f"of trl {rows[-1]['trl']}, for the keys both versions have. CI runs the oldest and the newest row.",
+        "",
+        "| trl | transformers | compat tests | tiny training | dry run vs newest | result |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in rows:
+        same = [k for k in row["dry_run"] if k in newest]
+        differ = [k for k in same if row["dry_run"][k] != newest[k]]
+        dry = "no output" if not row["dry_run"] else (f"{len(same)} keys identical" if not differ else f"differs: {', '.join(differ)}")
+        green = row["install"] == "ok" and "FAILED" not in row["tests"] and "failed" not in row["tests"] \
+            and row["train"].startswith("2 steps") and row["dry_run"] and not differ
+        row["green"] = bool(green)
+        tests = row["tests"] if row["install"] == "ok" else "install failed"
+        lines.append(f"| {row['trl']} | {row['transformers']} | {tests} | {row['train']} | {dry} | {'pass' if green else 'FAIL'} |")
+    lines += ["", f"Logs of the last run: `.compat/logs/` (not committed). Python {sys.version.split()[0]}.", ""]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--only", nargs="+", metavar="TRL", help="run these trl versions of the matrix; docs/compat.md is not written")
+    args = p.parse_args(argv)
+    rows_to_run = [r for r in MATRIX if not args.only or r[0] in args.only]
+    if not rows_to_run:
+        print(f"error: --only {' '.join(args.only)}: not in the matrix; choose from {', '.join(r[0] for r in MATRIX)}", file=sys.stderr)
+        return 2
+    logs = ROOT / ".compat" / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    rows = []
+    for trl, transformers in rows_to_run:
+        row = run_row(trl, transformers, logs)
+        rows.append(row)
+        print(f"trl {trl} / transformers {transformers}: install {row['install']} ({row['install_s']} s), "
+              f"tests {row['tests']}, training {row['train']}", flush=True)
+    failed = [r["trl"] for r in rows if r["install"] != "ok" or "FAILED" in r["tests"] or not r["train"].startswith("2 steps")]
+    if not args.only:
+        write_doc(rows, ROOT / "docs" / "compat.md")
+        failed += [r["trl"] for r in rows if not r["green"] and r["trl"] not in failed]
+        print(f"wrote {ROOT / 'docs' / 'compat.md'}")
+    if failed:
+        print(f"failed: trl {', '.join(failed)}; logs in {logs}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -290,6 +290,9 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
             problems.append(f"model.name: {name!r} is not a catalog alias, a hub id (org/name) or a local path{suggest(name, catalog.MODELS)}")
 
     problems.extend(compat.check_training(data["training"]))
+    from grpo_ext.trackers import check_report_to
+
+    problems.extend(check_report_to(data["training"]))
 
     from grpo_ext import rewards
 

@@ -188,8 +188,9 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Pa
         t0 = time.monotonic()
         result = evaluate.evaluate(trainer.model, tokenizer, eval_rows, funcs, eval_cfg, chat=chat,
                                    temperature=temperature, max_new_tokens=max_new, seed=recipe["seed"])
+        result["seconds"] = round(time.monotonic() - t0, 1)
         rates = ", ".join(f"{k} {v['pass_rate']}" for k, v in result["rewards"].items())
-        log(f"eval {label}: pass rate {rates} ({result['samples']} samples, {time.monotonic() - t0:.1f} s)")
+        log(f"eval {label}: pass rate {rates} ({result['samples']} samples, {result['seconds']} s)")
         return result
 
     summary["eval_before"] = run_eval("before")
@@ -201,12 +202,12 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Pa
     except KeyboardInterrupt:
         summary["status"] = "interrupted"
         if is_main:
-            report.write_summary(run_dir, summary)
+            report.finish(run_dir, summary, log)
         raise
     except Exception as exc:
         summary.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:500])
         if is_main:
-            report.write_summary(run_dir, summary)
+            report.finish(run_dir, summary, log)
         if isinstance(exc, (RunError, RecipeError)):
             raise
         raise RunError(f"training failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
@@ -220,7 +221,7 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Pa
         trainer.save_model(str(run_dir / "final"))
         tokenizer.save_pretrained(str(run_dir / "final"))
         summary["status"] = "completed"
-        report.write_summary(run_dir, summary)
+        report.finish(run_dir, summary, log)
         for line in report.eval_table(summary["eval_before"], summary["eval_after"]):
             print(line)
         log(f"done in {summary['train_seconds']} s of training; run directory {run_dir}")

@@ -58,4 +58,5 @@ def recipe_facts(path: Path) -> str:
     except yaml.YAMLError:
         return "(not valid YAML; run grpo-ext validate on it)"
     rewards = [r.get("name", "?") if isinstance(r, dict) else str(r) for r in doc.get("rewards") or []]
-    return f"model {(doc.get('model') or {}).get('name', '?')}; rewards {', '.join(rewards) or 'none'}; output {doc.get('output_dir', '?')}"
+    model = (doc.get("model") or {}).get("name", "?")
+    return f"model {model}; rewards {', '.join(rewards) or 'none'}; output {doc.get('output_dir', '?')}"

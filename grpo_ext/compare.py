@@ -61,7 +61,8 @@ def load(ref: str, model_cfg: dict, log) -> tuple[object, object, str]:
     except RunError as exc:
         if name in catalog.MODELS or Path(name).expanduser().exists():
             raise
-        raise RunError(f"--model {ref}: no such file or directory, and not loadable as a hub id ({exc}); "
+        reason = str(exc).split(": could not load ", 1)[-1]
+        raise RunError(f"--model {ref}: no such file or directory, and not loadable as a hub id {reason}; "
                        f"pass a catalog alias, a local path or a run directory") from None
     if adapter:
         from peft import PeftModel
@@ -141,7 +142,8 @@ def sample_lines(result: dict) -> list[str]:
     labels = list(result["models"])
     width = max(len(label) for label in labels) + 2
     first = result["models"][labels[0]]["examples"]
-    lines = [f"samples ({SHOWN_COMPLETIONS} per model for the first {min(SHOWN_PROMPTS, len(first))} prompts):"]
+    per_model = min(SHOWN_COMPLETIONS, result["samples"])
+    lines = [f"samples ({per_model} per model for the first {min(SHOWN_PROMPTS, len(first))} prompts):"]
     for i, example in enumerate(first[:SHOWN_PROMPTS]):
         lines.append(f"  {example['prompt']}")
         for label in labels:

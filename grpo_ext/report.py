@@ -145,7 +145,8 @@ def eval_markdown(before: dict | None, after: dict | None) -> list[str]:
     for name in (after or before)["rewards"]:
         b = (before or {}).get("rewards", {}).get(name, {})
         a = (after or {}).get("rewards", {}).get(name, {})
-        lines.append(f"| {name} | {_fmt(b.get('mean'))} | {_fmt(b.get('pass_rate'))} | {_fmt(a.get('mean'))} | {_fmt(a.get('pass_rate'))} |")
+        cells = [_fmt(b.get("mean")), _fmt(b.get("pass_rate")), _fmt(a.get("mean")), _fmt(a.get("pass_rate"))]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     lengths = [(r or {}).get("mean_length") for r in (before, after)]
     if any(v is not None for v in lengths):
         lines.append(f"| mean completion length (tokens) | {_fmt(lengths[0], 1)} | | {_fmt(lengths[1], 1)} | |")
@@ -188,8 +189,8 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
               f"- **Steps:** {steps}; training time {_seconds(train_s)}{per_step}"]
     rewards = run_recipe.get("rewards") or []
     if rewards:
-        lines.append("- **Rewards:** " + ", ".join(f"{r['name']} (weight {r.get('weight', 1.0)})" if isinstance(r, dict) else str(r)
-                                                  for r in rewards))
+        named = [f"{r['name']} (weight {r.get('weight', 1.0)})" if isinstance(r, dict) else str(r) for r in rewards]
+        lines.append("- **Rewards:** " + ", ".join(named))
     if summary.get("reward_first") is not None:
         lines.append(f"- **Reward during training:** {summary['reward_first']:.3f} at the first step, "
                      f"{summary['reward_last']:.3f} at the last")
@@ -198,8 +199,8 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
     if before or after:
         ev = run_recipe.get("eval") or {}
         shown = after or before
-        lines += [f"Held-out eval prompts, {shown.get('prompts', '?')} prompts x {ev.get('samples', '?')} samples each; "
-                  f"a sample passes a reward when it scores at least {ev.get('pass_threshold', '?')}.", ""]
+        lines += [(f"Held-out eval prompts, {shown.get('prompts', '?')} prompts x {ev.get('samples', '?')} samples each; "
+                   f"a sample passes a reward when it scores at least {ev.get('pass_threshold', '?')}."), ""]
         lines += eval_markdown(before, after)
     else:
         lines.append("No eval ran (no `data.eval_prompts`, or `eval.enabled: false`).")

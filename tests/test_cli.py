@@ -11,10 +11,10 @@ from grpo_ext import catalog, cli, train
 def test_ls_lists_recipes_rewards_and_models(capsys):
     assert cli.main(["ls"]) == 0
     out = capsys.readouterr().out
-    assert re.search(r"^  digit +Digit task: ", out, re.M)
+    assert re.search(r"^  digit +Digit task: ", out, re.MULTILINE)
     assert "model smollm2-135m-instruct; rewards digit_exact, digit_shaped; output runs/digit" in out
-    assert re.search(r"^  digit_shaped +Partial credit", out, re.M)
-    assert re.search(r"^  smollm2-135m-instruct +SmolLM2", out, re.M)
+    assert re.search(r"^  digit_shaped +Partial credit", out, re.MULTILINE)
+    assert re.search(r"^  smollm2-135m-instruct +SmolLM2", out, re.MULTILINE)
 
 
 def run_cli(argv: list[str]) -> int:

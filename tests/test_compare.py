@@ -47,7 +47,7 @@ def test_eval_side_by_side(run_dirs, tiny_model, digit_doc, write_recipe, tmp_pa
     digit_doc["output_dir"] = str(tmp_path / "runs" / "digit")
     recipe = write_recipe(digit_doc)
     models = [str(tiny_model), str(run_dirs["full"]), str(run_dirs["lora"])]
-    argv = ["eval", str(recipe), *sum((["--model", m] for m in models), []), "eval.samples=2", "eval.max_new_tokens=3"]
+    argv = ["eval", str(recipe), *[arg for m in models for arg in ("--model", m)], "eval.samples=2", "eval.max_new_tokens=3"]
     assert cli.main(argv) == 0
     out, err = capsys.readouterr()
     lines = out.splitlines()
@@ -57,7 +57,9 @@ def test_eval_side_by_side(run_dirs, tiny_model, digit_doc, write_recipe, tmp_pa
     assert lines[3].split()[0] == "digit_exact" and len(lines[3].split()) == 1 + 2 * len(models)
     assert lines[5].startswith("mean length (tokens)")
     assert "samples (2 per model for the first 3 prompts):" in out
-    assert [line[len("grpo_ext: eval "):].split(": ")[0] for line in err.splitlines() if line.startswith("grpo_ext: eval ")] == models
+    evals = [line.removeprefix("grpo_ext: eval ").split(": ")[0] for line in err.splitlines()
+             if line.startswith("grpo_ext: eval ")]
+    assert evals == models
 
     result = json.loads((tmp_path / "runs" / "eval-digit" / "eval.json").read_text())
     assert list(result["models"]) == models

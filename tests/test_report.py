@@ -9,12 +9,14 @@ import pytest
 from grpo_ext import plots, report
 
 # Records shaped as TRL logs them (current names), three steps.
-CURRENT = [{"step": s, "reward": 0.2 * s, "reward_std": 0.1, "rewards/digit_exact/mean": 0.1 * s, "rewards/digit_exact/std": 0.0,
-            "rewards/digit_shaped/mean": 0.2 * s, "kl": 0.001 * s, "completions/mean_length": 8 - s,
+CURRENT = [{"step": s, "reward": 0.2 * s, "reward_std": 0.1,
+            "rewards/digit_exact/mean": 0.1 * s, "rewards/digit_exact/std": 0.0, "rewards/digit_shaped/mean": 0.2 * s,
+            "kl": 0.001 * s, "completions/mean_length": 8 - s,
             "completions/min_length": 1.0, "completions/max_length": 8.0, "entropy": 1.5 - 0.1 * s,
             "completions/clipped_ratio": 0.5, "clip_ratio/region_mean": 0.0} for s in (1, 2, 3)]
 # Older TRL: per-reward means without /mean, completion_length, clip_ratio, no entropy.
-OLDER = [{"step": s, "reward": 0.5, "rewards/digit_exact": 0.5, "completion_length": 4.0, "clip_ratio": 0.0, "kl": 0.01} for s in (1, 2)]
+OLDER = [{"step": s, "reward": 0.5, "rewards/digit_exact": 0.5, "completion_length": 4.0, "clip_ratio": 0.0, "kl": 0.01}
+         for s in (1, 2)]
 
 
 def _panel(fig, title):

@@ -14,10 +14,11 @@ def _num(value):
         return value
 
 
-def step_stats(record: dict) -> str:
+def step_stats(record: dict, each_reward: bool = True) -> str:
     """``reward 0.812  digit_exact 0.750  kl 0.0012  len 2.1`` for one metrics record."""
     parts = [f"reward {record['reward']:.3f}"]
-    parts += [f"{k.split('/')[1]} {v:.3f}" for k, v in record.items() if k.startswith("rewards/") and k.endswith("/mean")]
+    if each_reward:
+        parts += [f"{k.split('/')[1]} {v:.3f}" for k, v in record.items() if k.startswith("rewards/") and k.endswith("/mean")]
     if isinstance(record.get("kl"), float):
         parts.append(f"kl {record['kl']:.4f}")
     if isinstance(record.get("completions/mean_length"), float):
@@ -45,16 +46,15 @@ class BarProgress:
 
     def __init__(self, total: int, console=None):
         from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        self.bar = Progress(TextColumn("grpo_ext: step"), MofNCompleteColumn(), BarColumn(bar_width=24),
-                            TextColumn("{task.fields[stats]}"), TimeElapsedColumn(), TextColumn("eta"), TimeRemainingColumn(),
-                            console=console or Console(stderr=True))
+        self.bar = Progress(TextColumn("step"), MofNCompleteColumn(), BarColumn(bar_width=16), TextColumn("{task.fields[stats]}"),
+                            TextColumn("eta"), TimeRemainingColumn(), console=console or Console(stderr=True))
         self.task = self.bar.add_task("train", total=total, stats="")
         self.bar.start()
 
     def update(self, step: int, total: int, record: dict) -> None:
-        self.bar.update(self.task, completed=step, total=total, stats=step_stats(record))
+        self.bar.update(self.task, completed=step, total=total, stats=step_stats(record, each_reward=False))
 
     def stop(self) -> None:
         self.bar.stop()

@@ -142,6 +142,7 @@ def figure(records: list[dict], title: str = "", beta: float | None = None):
             ax.set_xlim(min(steps) - pad, max(steps) + pad)
         ax.set_xlabel("step")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.ticklabel_format(axis="y", useOffset=False)
         ax.grid(alpha=0.3)
     if title:
         fig.suptitle(title)

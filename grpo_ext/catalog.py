@@ -47,3 +47,16 @@ def recipe_summary(path: Path) -> str:
         if line.strip() and not line.startswith("#"):
             break
     return ""
+
+
+def recipe_facts(path: Path) -> str:
+    """``model smollm2-135m-instruct; rewards digit_exact, digit_shaped; output runs/digit`` for ``grpo-ext ls``."""
+    import yaml
+
+    try:
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError:
+        return "(not valid YAML; run grpo-ext validate on it)"
+    rewards = [r.get("name", "?") if isinstance(r, dict) else str(r) for r in doc.get("rewards") or []]
+    model = (doc.get("model") or {}).get("name", "?")
+    return f"model {model}; rewards {', '.join(rewards) or 'none'}; output {doc.get('output_dir', '?')}"

@@ -4,6 +4,7 @@
     grpo-ext validate FILE [FILE ...]                   check recipes; exit 2 if any is bad
     grpo-ext ls                                         shipped recipes, rewards and model aliases
     grpo-ext cp NAME DEST.yaml                          copy a shipped recipe to edit
+    grpo-ext eval RECIPE --model A [--model B ...]      score models side by side on the recipe's eval prompts
     grpo-ext rewards                                    reward names with their one-line descriptions
 """
 
@@ -26,6 +27,7 @@ def cmd_ls(_args) -> int:
     print("recipes (grpo-ext cp NAME my.yaml; python -m grpo_ext.train NAME):")
     for name, path in catalog.shipped_recipes().items():
         print(f"  {name:<24} {catalog.recipe_summary(path)}")
+        print(f"  {'':<24} {catalog.recipe_facts(path)}")
     print("rewards:")
     for name in rewards.known_names():
         print(f"  {name:<24} {_first_line(rewards.REGISTRY[name].__doc__) if name in rewards.REGISTRY else '(entry point)'}")
@@ -55,8 +57,10 @@ def cmd_cp(args) -> int:
         dest = dest / shipped[args.name].name
     if dest.exists() and not args.force:
         raise RecipeError(f"{dest} exists; pass --force to replace it")
+    dest.parent.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(shipped[args.name], dest)
-    print(f"copied {args.name} to {dest}; edit it, then: grpo-ext validate {dest} && python -m grpo_ext.train {dest}")
+    print(f"copied {args.name} to {dest}; edit it (runs go to its output_dir), then: "
+          f"grpo-ext validate {dest} && python -m grpo_ext.train {dest}")
     return 0
 
 
@@ -73,6 +77,26 @@ def cmd_validate(args) -> int:
                 print(line, file=sys.stderr)
             status = 2
     return status
+
+
+def cmd_eval(args) -> int:
+    from grpo_ext import compare, train
+    from grpo_ext.errors import RunError
+    from grpo_ext.recipe import load
+
+    recipe = load(args.recipe, args.overrides)
+    funcs, _weights = train.build_rewards(recipe)
+    train.quiet_third_parties(args.verbose)
+    try:
+        result = compare.compare(recipe, list(dict.fromkeys(args.model)), funcs, train.say)
+    except RunError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"eval: {compare.headline(result)}")
+    print("\n".join(compare.table(result) + [""] + compare.sample_lines(result)))
+    as_json, as_md = compare.write(result, Path(args.out) if args.out else compare.default_out(recipe))
+    train.say(f"wrote {as_json} and {as_md}")
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -94,7 +118,22 @@ def main(argv: list[str] | None = None) -> int:
     val = sub.add_parser("validate", help="check recipe files without loading any model")
     val.add_argument("files", nargs="+")
     val.set_defaults(fn=cmd_validate)
-    args = p.parse_args(argv)
+    ev = sub.add_parser("eval", help="score models side by side on a recipe's eval prompts with its rewards")
+    ev.add_argument("recipe", help="recipe file, or a shipped recipe's name")
+    ev.add_argument("overrides", nargs="*", help="section.key=value overrides, e.g. eval.samples=16")
+    ev.add_argument("--model", action="append", required=True,
+                    help="catalog alias, hub id, local path, or run directory (repeat to compare)")
+    ev.add_argument("--out", help="folder for eval.json and eval.md (default: eval-NAME beside the recipe's output_dir)")
+    ev.add_argument("--verbose", action="store_true", help="show third-party warnings and logs")
+    ev.set_defaults(fn=cmd_eval)
+    if not argv:
+        p.print_help(sys.stderr)
+        return 2
+    args, extra = p.parse_known_args(argv)
+    if extra and (not hasattr(args, "overrides") or any(x.startswith("-") or "=" not in x for x in extra)):
+        p.error(f"unrecognized arguments: {' '.join(extra)}")
+    if extra:
+        args.overrides += extra  # key=value overrides written after the options
     try:
         return args.fn(args)
     except RecipeError as exc:

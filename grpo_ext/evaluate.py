@@ -51,7 +51,7 @@ def score(rows: list[dict], completions: list[list[str]], reward_funcs: list, *,
             for key, value in row.items():
                 if key != "prompt":
                     extra.setdefault(key, []).append(value)
-    result = {"rewards": {}, "samples": len(flat_completions)}
+    result = {"rewards": {}, "prompts": len(rows), "samples": len(flat_completions)}
     for fn in reward_funcs:
         scores = fn(prompts=flat_prompts, completions=flat_completions, **extra)
         judged = [s for s in scores if s is not None]

@@ -155,8 +155,9 @@ def read_yaml(path: Path) -> dict:
     return doc
 
 
-def parse_override(text: str) -> tuple[list[str | int], object]:
-    """``training.learning_rate=1e-5`` → (['training', 'learning_rate'], 1e-05). Values are read as YAML."""
+def parse_override(text: str) -> tuple[list[str], object]:
+    """``training.learning_rate=1e-5`` → (['training', 'learning_rate'], 1e-05). Values are read as YAML;
+    a key part of digits indexes a list (``rewards.1.weight``) and names a key anywhere else."""
     key, sep, raw = text.partition("=")
     if not sep or not key or any(not part for part in key.split(".")):
         raise RecipeError(f"override {text!r} must look like section.key=value (e.g. training.max_steps=5)")
@@ -164,7 +165,7 @@ def parse_override(text: str) -> tuple[list[str | int], object]:
         value = yaml.safe_load(raw) if raw.strip() else None
     except yaml.YAMLError:
         value = raw
-    return [int(p) if p.isdigit() else p for p in key.split(".")], value
+    return key.split("."), value
 
 
 def apply_overrides(doc: dict, overrides: list[str]) -> dict:
@@ -173,6 +174,8 @@ def apply_overrides(doc: dict, overrides: list[str]) -> dict:
         keys, value = parse_override(text)
         node = doc
         for depth, key in enumerate(keys[:-1]):
+            if isinstance(node, list):
+                key = int(key) if key.isdigit() else key
             nxt = node[key] if isinstance(node, list) and isinstance(key, int) and key < len(node) else (
                 node.get(key) if isinstance(node, dict) else None)
             if nxt is None:
@@ -187,6 +190,7 @@ def apply_overrides(doc: dict, overrides: list[str]) -> dict:
             node = nxt
         last = keys[-1]
         if isinstance(node, list):
+            last = int(last) if last.isdigit() else last
             if not isinstance(last, int) or last >= len(node):
                 raise RecipeError(f"override {text!r}: index {last} is out of range (the list has {len(node)} items)")
         node[last] = value
@@ -294,6 +298,9 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
             problems.append(f"model.name: {name!r} is not a catalog alias, a hub id (org/name) or a local path{suggest(name, catalog.MODELS)}")
 
     problems.extend(compat.check_training(data["training"]))
+    from grpo_ext.trackers import check_report_to
+
+    problems.extend(check_report_to(data["training"]))
 
     from grpo_ext import rewards
 

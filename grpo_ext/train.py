@@ -179,8 +179,9 @@ def run(recipe: Recipe, funcs: list, weights: list[float], prepared: rundir.Prep
         t0 = time.monotonic()
         result = evaluate.evaluate(trainer.model, tokenizer, eval_rows, funcs, eval_cfg, chat=chat,
                                    temperature=temperature, max_new_tokens=max_new, seed=recipe["seed"])
+        result["seconds"] = round(time.monotonic() - t0, 1)
         rates = ", ".join(f"{k} {v['pass_rate']}" for k, v in result["rewards"].items())
-        log(f"eval {label}: pass rate {rates} ({result['samples']} samples, {time.monotonic() - t0:.1f} s)")
+        log(f"eval {label}: pass rate {rates} ({result['samples']} samples, {result['seconds']} s)")
         return result
 
     if prepared.resume_from:
@@ -194,12 +195,12 @@ def run(recipe: Recipe, funcs: list, weights: list[float], prepared: rundir.Prep
     except KeyboardInterrupt:
         summary["status"] = "interrupted"
         if is_main:
-            report.write_summary(run_dir, summary)
+            report.finish(run_dir, summary, log)
         raise
     except Exception as exc:
         summary.update(status="failed", error=f"{type(exc).__name__}: {exc}"[:500])
         if is_main:
-            report.write_summary(run_dir, summary)
+            report.finish(run_dir, summary, log)
         if isinstance(exc, (RunError, RecipeError)):
             raise
         raise RunError(f"training failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
@@ -214,7 +215,7 @@ def run(recipe: Recipe, funcs: list, weights: list[float], prepared: rundir.Prep
         trainer.save_model(str(run_dir / "final"))
         tokenizer.save_pretrained(str(run_dir / "final"))
         summary["status"] = "completed"
-        report.write_summary(run_dir, summary)
+        report.finish(run_dir, summary, log)
         for line in report.eval_table(summary["eval_before"], summary["eval_after"]):
             print(line)
         log(f"done in {summary['train_seconds']} s of training; run directory {run_dir}")

@@ -1,6 +1,8 @@
 """End to end on a tiny locally built model: recipe → trainer → eval → run directory, in seconds."""
 
 import json
+import os
+from pathlib import Path
 
 import pytest
 import yaml
@@ -44,6 +46,30 @@ def test_tiny_run_writes_run_directory(tiny_recipe, tmp_path, no_hub, capsys):
     assert yaml.safe_load((run / "recipe.yaml").read_text())["training"]["max_steps"] == 2
     err = capsys.readouterr().err
     assert "step 2/2" in err and "eval after" in err and "local directory" in err
+    assert (run / "curves.png").read_bytes()[:4] == b"\x89PNG"
+    md = (run / "report.md").read_text()
+    assert "| digit_exact |" in md and "](curves.png)" in md and "## Sample completions" in md
+    assert summary["memory"]["peak_rss_mib"] > 100
+    assert summary["eval_after"]["seconds"] >= 0
+
+
+def test_tensorboard_event_files(tiny_recipe, tmp_path, no_hub):
+    assert train.main([str(tiny_recipe), "training.max_steps=1", "eval.enabled=false", "training.report_to=[tensorboard]"]) == 0
+    events = list((tmp_path / "run").rglob("events.out.tfevents.*"))
+    assert events and events[0].stat().st_size > 0
+
+
+def test_terminal_shows_only_our_lines(tiny_recipe, tmp_path):
+    """Third-party warnings, logs and progress bars stay quiet unless --verbose; stdout ends with the table."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-m", "grpo_ext.train", str(tiny_recipe), "training.max_steps=1"],
+                          check=False, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1],
+                          env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    assert proc.returncode == 0, proc.stderr
+    assert [line for line in proc.stderr.splitlines() if not line.startswith("grpo_ext: ")] == []
+    assert proc.stdout.splitlines()[0].startswith("reward ") and proc.stdout.splitlines()[-1].startswith("mean length")
 
 
 def test_finished_run_is_not_overwritten(tiny_recipe, tmp_path, no_hub, capsys):

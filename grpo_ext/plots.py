@@ -1,0 +1,149 @@
+"""``curves.png``: a run's training curves, drawn from ``metrics.jsonl`` without a display.
+
+Six panels against the optimizer step: the weighted reward (with its spread across the batch), each
+reward function's mean, KL to the reference model, completion length, policy entropy, and the two
+clipping rates (completions cut at ``max_completion_length``; policy ratios clipped by the PPO-style
+objective). A metric the installed TRL does not log (KL with ``beta: 0``, for example) gets a panel
+that says so instead of an empty plot.
+"""
+
+import json
+import re
+from pathlib import Path
+
+_REWARD_FN = re.compile(r"^rewards/(?P<name>.+?)(?:/mean)?$")
+
+
+def read_metrics(path: Path) -> list[dict]:
+    """The records of a ``metrics.jsonl`` file, skipping any line cut short by an interrupted run."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return [r for r in records if isinstance(r, dict) and "step" in r]
+
+
+def series(records: list[dict], key: str) -> tuple[list[int], list[float]]:
+    """Steps and values of one metric, over the records that hold a number for it."""
+    pairs = [(r["step"], r[key]) for r in records if isinstance(r.get(key), (int, float))]
+    return [s for s, _ in pairs], [v for _, v in pairs]
+
+
+def reward_function_keys(records: list[dict]) -> dict[str, str]:
+    """Reward function name → its mean's metric key (``rewards/NAME/mean``, or ``rewards/NAME`` on older TRL)."""
+    found: dict[str, str] = {}
+    for record in records:
+        for key in record:
+            match = _REWARD_FN.match(key)
+            if match and not key.endswith("/std"):
+                found.setdefault(match["name"], key)
+    return found
+
+
+def _first_key(records: list[dict], *candidates: str) -> str | None:
+    return next((k for k in candidates if any(isinstance(r.get(k), (int, float)) for r in records)), None)
+
+
+def _plot(ax, records: list[dict], key: str, label: str, few: bool, **style) -> bool:
+    steps, values = series(records, key)
+    if not steps:
+        return False
+    ax.plot(steps, values, label=label, marker="o" if few else None, markersize=3, **style)
+    return True
+
+
+def _band(ax, records: list[dict], low_key: str, high_key: str, color: str, label: str) -> None:
+    lows, highs = dict(zip(*series(records, low_key))), dict(zip(*series(records, high_key)))
+    steps = [s for s in lows if s in highs]
+    if steps:
+        ax.fill_between(steps, [lows[s] for s in steps], [highs[s] for s in steps], color=color, alpha=0.2, label=label)
+
+
+def _not_logged(ax, why: str) -> None:
+    ax.text(0.5, 0.5, why, ha="center", va="center", wrap=True, transform=ax.transAxes, color="0.4")
+    ax.set_axis_off()
+
+
+def draw_curves(records: list[dict], dest: Path, title: str = "", beta: float | None = None) -> Path:
+    """Draw the six panels into ``dest`` (PNG) and return it."""
+    figure(records, title, beta).savefig(dest, dpi=100)
+    return dest
+
+
+def figure(records: list[dict], title: str = "", beta: float | None = None):
+    """The six panels as a matplotlib Figure on the Agg canvas (no display, no pyplot state)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    fig = Figure(figsize=(13, 7.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(2, 3).flatten()
+    few = len(records) <= 40
+
+    ax = axes[0]
+    ax.set_title("reward (weighted sum)")
+    if _plot(ax, records, "reward", "mean", few, color="C0"):
+        steps, means = series(records, "reward")
+        stds = dict(zip(*series(records, "reward_std")))
+        if stds:
+            ax.fill_between(steps, [m - stds.get(s, 0) for s, m in zip(steps, means)],
+                            [m + stds.get(s, 0) for s, m in zip(steps, means)], color="C0", alpha=0.2, label="± std")
+        ax.legend(loc="best", fontsize=8)
+    else:
+        _not_logged(ax, "no reward logged")
+
+    ax = axes[1]
+    ax.set_title("each reward function (mean)")
+    drawn = [_plot(ax, records, key, name, few) for name, key in reward_function_keys(records).items()]
+    if any(drawn):
+        ax.legend(loc="best", fontsize=8)
+    else:
+        _not_logged(ax, "no per-function rewards logged")
+
+    ax = axes[2]
+    ax.set_title("KL to the reference model")
+    if not _plot(ax, records, "kl", "kl", few, color="C3"):
+        _not_logged(ax, "KL not computed\n(beta is 0: no reference model)" if beta == 0 else "KL not logged")
+
+    ax = axes[3]
+    ax.set_title("completion length (tokens)")
+    length = _first_key(records, "completions/mean_length", "completion_length")
+    if length and _plot(ax, records, length, "mean", few, color="C2"):
+        _band(ax, records, "completions/min_length", "completions/max_length", "C2", "min to max")
+        ax.legend(loc="best", fontsize=8)
+    else:
+        _not_logged(ax, "completion length not logged")
+
+    ax = axes[4]
+    ax.set_title("policy entropy (nats per token)")
+    if not _plot(ax, records, "entropy", "entropy", few, color="C4"):
+        _not_logged(ax, "entropy not logged by this TRL version")
+
+    ax = axes[5]
+    ax.set_title("clipped ratios")
+    cut = _plot(ax, records, "completions/clipped_ratio", "completions cut at max length", few, color="C1")
+    policy_key = _first_key(records, "clip_ratio/region_mean", "clip_ratio")
+    clipped = bool(policy_key) and _plot(ax, records, policy_key, "policy ratio clipped", few, color="C5")
+    if cut or clipped:
+        ax.set_ylim(-0.05, 1.05)
+        ax.legend(loc="best", fontsize=8)
+    else:
+        _not_logged(ax, "clipping rates not logged")
+
+    steps = [r["step"] for r in records]
+    pad = max(0.5, (max(steps) - min(steps)) * 0.03) if steps else 0.5
+    for ax in axes:
+        if steps:
+            ax.set_xlim(min(steps) - pad, max(steps) + pad)
+        ax.set_xlabel("step")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.ticklabel_format(axis="y", useOffset=False)
+        ax.grid(alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    return fig

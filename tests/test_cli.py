@@ -1,0 +1,95 @@
+"""The catalog verbs as a new user meets them: ls, cp, validate, and the shipped recipes' headers."""
+
+import re
+
+import pytest
+import yaml
+
+from grpo_ext import catalog, cli, train
+
+
+def test_ls_lists_recipes_rewards_and_models(capsys):
+    assert cli.main(["ls"]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"^  digit +Digit task: ", out, re.MULTILINE)
+    assert "model smollm2-135m-instruct; rewards digit_exact, digit_shaped; output runs/digit" in out
+    assert re.search(r"^  digit_shaped +Partial credit", out, re.MULTILINE)
+    assert re.search(r"^  smollm2-135m-instruct +SmolLM2", out, re.MULTILINE)
+
+
+def run_cli(argv: list[str]) -> int:
+    """cli.main's exit status, whether it returns it or argparse exits with it."""
+    try:
+        return cli.main(argv)
+    except SystemExit as exc:
+        return exc.code
+
+
+@pytest.mark.parametrize("argv, code, message", [
+    (["cp", "digt", "x.yaml"], 2, "error: no shipped recipe named 'digt'; did you mean 'digit'?"),  # typo in the name
+    ([], 2, "usage: grpo-ext"),  # no verb: the help, not a bare error
+    (["ls", "extra"], 2, "unrecognized arguments: extra"),  # a verb that takes no overrides
+    (["eval", "digit", "--model", "m", "--modle", "x"], 2, "unrecognized arguments: --modle x"),  # a misspelt option
+    (["validate", "missing.yaml"], 2, "error: recipe file 'missing.yaml' does not exist"),
+])
+def test_cli_errors(argv, code, message, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run_cli(argv) == code
+    assert message in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_cp_then_edit_validate_train(tiny_model, tmp_path, monkeypatch, capsys, no_hub):
+    """The README's flow: copy a shipped recipe, edit it, validate it, train it."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["cp", "digit", "my.yaml"]) == 0
+    assert "grpo-ext validate my.yaml && python -m grpo_ext.train my.yaml" in capsys.readouterr().out
+    assert (tmp_path / "my.yaml").read_text() == catalog.shipped_recipes()["digit"].read_text()
+    assert cli.main(["cp", "digit", "my.yaml"]) == 2  # never overwrites by accident
+    assert "my.yaml exists; pass --force" in capsys.readouterr().err
+
+    text = (tmp_path / "my.yaml").read_text()  # edit as a user would in an editor: comments stay
+    text = text.replace("name: smollm2-135m-instruct", f"name: {tiny_model}").replace("max_steps: 16", "max_steps: 1")
+    text = text.replace("output_dir: runs/digit", "output_dir: runs/mine").replace("samples: 8 ", "samples: 1 ")
+    (tmp_path / "my.yaml").write_text(text.replace("per_device_train_batch_size: 16", "per_device_train_batch_size: 8"))
+    assert cli.main(["validate", "my.yaml"]) == 0
+    assert capsys.readouterr().out == "my.yaml: ok\n"
+    assert train.main(["my.yaml"]) == 0
+    assert {"curves.png", "report.md", "summary.json"} <= {p.name for p in (tmp_path / "runs" / "mine").iterdir()}
+
+
+def test_cp_into_a_new_folder_and_force(tmp_path, capsys):
+    dest = tmp_path / "new" / "sub" / "my.yaml"
+    assert cli.main(["cp", "digit", str(dest)]) == 0
+    dest.write_text("edited")
+    assert cli.main(["cp", "digit", str(dest), "--force"]) == 0
+    assert dest.read_text().startswith("# Digit task")
+    assert cli.main(["cp", "digit", str(tmp_path)]) == 0  # a folder: keeps the shipped file name
+    assert (tmp_path / "digit.yaml").exists()
+
+
+def test_validate_reports_each_file(write_recipe, digit_doc, capsys):
+    good = write_recipe(digit_doc, "good.yaml")
+    digit_doc["training"]["learnin_rate"] = 1e-5
+    bad = write_recipe(digit_doc, "bad.yaml")
+    assert cli.main(["validate", str(good), str(bad)]) == 2
+    out, err = capsys.readouterr()
+    assert f"{good}: ok" in out
+    assert "training.learnin_rate: unknown GRPOConfig key; did you mean 'learning_rate'?" in err
+
+
+@pytest.mark.parametrize("name", list(catalog.shipped_recipes()))
+def test_shipped_recipe_header(name):
+    """Every shipped recipe opens with a comment: what it does, hardware, time, and the launch command."""
+    path = catalog.shipped_recipes()[name]
+    header = []
+    for line in path.read_text().splitlines():
+        if not line.startswith("#"):
+            break
+        header.append(line)
+    text = "\n".join(header)
+    assert len(header) >= 4 and catalog.recipe_summary(path)
+    for label in ("Hardware:", "Time:", "Launch:"):
+        assert f"# {label}" in text, f"{name}: header lacks {label}"
+    assert re.search(rf"Launch: .*grpo_ext\.train .*{re.escape(path.name)}", text)
+    assert yaml.safe_load(path.read_text())["output_dir"]

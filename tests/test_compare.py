@@ -1,0 +1,100 @@
+"""``grpo-ext eval``: models found by alias, path or run directory (LoRA adapters included), scored side by side."""
+
+import json
+import shutil
+
+import pytest
+import yaml
+
+from grpo_ext import cli, compare
+
+
+@pytest.fixture
+def run_dirs(tmp_path, tiny_model):
+    """A run with full weights in final/, and a run whose final/ holds a LoRA adapter on the tiny model."""
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    full = tmp_path / "full"
+    shutil.copytree(tiny_model, full / "final")
+    lora = tmp_path / "lora"
+    model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model),
+                           LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    model.save_pretrained(lora / "final")
+    (lora / "recipe.yaml").write_text(yaml.safe_dump({"model": {"name": str(tiny_model), "dtype": "float32"}}))
+    return {"full": full, "lora": lora}
+
+
+def test_locate(run_dirs, tiny_model, tmp_path):
+    # a catalog alias or hub id passes through
+    assert compare.locate("smollm2-135m-instruct") == ("smollm2-135m-instruct", None, None)
+    # a model directory is loaded as it is
+    assert compare.locate(str(tiny_model)) == (str(tiny_model.resolve()), None, None)
+    # a run directory: its final/
+    assert compare.locate(str(run_dirs["full"])) == (str((run_dirs["full"] / "final").resolve()), None, run_dirs["full"])
+    # a run with an adapter: base model from adapter_config.json, adapter from final/
+    name, adapter, run = compare.locate(str(run_dirs["lora"]))
+    assert (name, adapter, run) == (str(tiny_model), (run_dirs["lora"] / "final").resolve(), run_dirs["lora"])
+    # an adapter whose recorded base is gone: the run's recipe.yaml names the base
+    config = run_dirs["lora"] / "final" / "adapter_config.json"
+    config.write_text(json.dumps({**json.loads(config.read_text()), "base_model_name_or_path": str(tmp_path / "moved")}))
+    assert compare.locate(str(run_dirs["lora"]))[0] == str(tiny_model)
+
+
+def test_eval_side_by_side(run_dirs, tiny_model, digit_doc, write_recipe, tmp_path, capsys, no_hub):
+    digit_doc["model"]["name"] = str(tiny_model)
+    digit_doc["data"]["eval_prompts"] = digit_doc["data"]["eval_prompts"][:3]
+    digit_doc["output_dir"] = str(tmp_path / "runs" / "digit")
+    recipe = write_recipe(digit_doc)
+    models = [str(tiny_model), str(run_dirs["full"]), str(run_dirs["lora"])]
+    argv = ["eval", str(recipe), *[arg for m in models for arg in ("--model", m)], "eval.samples=2", "eval.max_new_tokens=3"]
+    assert cli.main(argv) == 0
+    out, err = capsys.readouterr()
+    lines = out.splitlines()
+    assert lines[0] == ("eval: 3 held-out eval prompts x 2 samples, temperature 1.0, "
+                        "a sample passes when it scores at least 1.0")
+    assert all(m in lines[1] for m in models)
+    assert lines[3].split()[0] == "digit_exact" and len(lines[3].split()) == 1 + 2 * len(models)
+    assert lines[5].startswith("mean length (tokens)")
+    assert "samples (2 per model for the first 3 prompts):" in out
+    evals = [line.removeprefix("grpo_ext: eval ").split(": ")[0] for line in err.splitlines()
+             if line.startswith("grpo_ext: eval ")]
+    assert evals == models
+
+    result = json.loads((tmp_path / "runs" / "eval-digit" / "eval.json").read_text())
+    assert list(result["models"]) == models
+    assert result["models"][models[2]]["model"].startswith("LoRA adapter")
+    assert result["models"][models[1]]["model"] == f"run {run_dirs['full']} (final/)"
+    for scores in result["models"].values():
+        assert scores["samples"] == 6 and scores["rewards"]["digit_exact"]["judged"] == 6
+    # the same seed and the same weights give the same completions
+    assert result["models"][models[0]]["examples"] == result["models"][models[1]]["examples"]
+    md = (tmp_path / "runs" / "eval-digit" / "eval.md").read_text()
+    assert "| digit_exact |" in md and "## Sample completions" in md
+
+
+@pytest.mark.parametrize("model, code, message", [
+    ("no/such-model", 1, "--model no/such-model: no such file or directory, and not loadable as a hub id"),  # typo'd path
+])
+def test_eval_model_not_found(model, code, message, digit_doc, write_recipe, tmp_path, capsys, no_hub):
+    digit_doc["output_dir"] = str(tmp_path / "runs" / "digit")
+    assert cli.main(["eval", str(write_recipe(digit_doc)), "--model", model]) == code
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("error: ") and message in err[-1]
+    assert not (tmp_path / "runs").exists()
+
+
+def test_eval_bad_recipe_writes_nothing(digit_doc, write_recipe, tmp_path, capsys):
+    digit_doc["rewards"] = ["digit_exat"]
+    digit_doc["output_dir"] = str(tmp_path / "runs" / "digit")
+    assert cli.main(["eval", str(write_recipe(digit_doc)), "--model", "smollm2-135m-instruct"]) == 2
+    assert "rewards[0].name: unknown reward 'digit_exat'; did you mean 'digit_exact'?" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_table_with_a_reward_that_judged_nothing():
+    result = {"models": {"a": {"rewards": {"r": {"mean": 0.5, "pass_rate": 0.25}}, "mean_length": 3.0},
+                         "b": {"rewards": {"r": {"mean": None, "pass_rate": None}}, "mean_length": 1.0}}}
+    rows = [line.split() for line in compare.table(result)]
+    assert rows[2] == ["r", "0.500", "0.250", "-", "-"]
+    assert rows[3] == ["mean", "length", "(tokens)", "3.0", "1.0"]

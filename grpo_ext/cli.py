@@ -5,6 +5,7 @@
     grpo-ext ls                                         shipped recipes, rewards and model aliases
     grpo-ext cp NAME DEST.yaml                          copy a shipped recipe to edit
     grpo-ext rewards                                    reward names with their one-line descriptions
+    grpo-ext merge RUN_DIR [--out DIR]                  fold a LoRA adapter into its base model
 """
 
 import argparse
@@ -75,6 +76,17 @@ def cmd_validate(args) -> int:
     return status
 
 
+def cmd_merge(args) -> int:
+    from grpo_ext import merge
+    from grpo_ext.errors import RunError
+
+    try:
+        return merge.main(args.run_dir, args.out, check=not args.no_check)
+    except RunError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "train":
@@ -94,6 +106,11 @@ def main(argv: list[str] | None = None) -> int:
     val = sub.add_parser("validate", help="check recipe files without loading any model")
     val.add_argument("files", nargs="+")
     val.set_defaults(fn=cmd_validate)
+    mg = sub.add_parser("merge", help="fold a LoRA run's adapter into its base; write a plain checkpoint")
+    mg.add_argument("run_dir", help="the run directory (output_dir) of a run trained with model.lora")
+    mg.add_argument("--out", help="where to write the merged model (default: RUN_DIR/merged)")
+    mg.add_argument("--no-check", action="store_true", help="skip comparing greedy answers on the eval prompts")
+    mg.set_defaults(fn=cmd_merge)
     args = p.parse_args(argv)
     try:
         return args.fn(args)

@@ -22,7 +22,7 @@ import time
 import warnings
 from pathlib import Path
 
-from grpo_ext import compat, models
+from grpo_ext import adapters, compat, launch, models
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import Recipe, load
 
@@ -156,6 +156,7 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Pa
 
     # Model and data
     model, tokenizer, described = models.load(recipe["model"], recipe.base_dir, log)
+    log(f"training: {adapters.describe(recipe['model'])}")
     chat = data.use_chat(recipe["data"], tokenizer)
     train_set = data.dataset(recipe["data"], recipe.base_dir, chat)
     eval_rows = list(data.dataset(recipe["data"], recipe.base_dir, chat, key="eval_prompts")) if recipe["eval"]["enabled"] else []
@@ -165,7 +166,7 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Pa
     args = compat.make_config(kwargs)
     metrics = report.MetricsLog(run_dir / "metrics.jsonl", is_main, log)
     trainer = compat.make_trainer(model=model, reward_funcs=funcs, args=args, train_dataset=train_set,
-                                  tokenizer=tokenizer, callbacks=[metrics])
+                                  tokenizer=tokenizer, callbacks=[metrics], peft_config=adapters.lora_config(recipe["model"]))
     if args.disable_tqdm:
         from transformers import PrinterCallback
 
@@ -216,8 +217,8 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Pa
         summary["reward_first"], summary["reward_last"] = metrics.rewards[0][1], metrics.rewards[-1][1]
     summary["eval_after"] = run_eval("after")
 
+    trainer.save_model(str(run_dir / "final"))  # every process: sharded engines gather the weights; only the main one writes
     if is_main:
-        trainer.save_model(str(run_dir / "final"))
         tokenizer.save_pretrained(str(run_dir / "final"))
         summary["status"] = "completed"
         report.write_summary(run_dir, summary)
@@ -236,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         if opts.dry_run:
             dry_run(recipe, funcs, kwargs, notes, marks)
             return 0
-        run_dir = prepare_run_dir(recipe, opts.overwrite)
+        run_dir = launch.on_main_first(lambda: prepare_run_dir(recipe, opts.overwrite))
     except RecipeError as exc:
         for line in exc.lines():
             print(line, file=sys.stderr)

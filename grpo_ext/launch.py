@@ -15,6 +15,14 @@ def world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1") or 1)
 
 
+def state():
+    """accelerate's process state; on a machine without CUDA the processes talk over gloo on the CPU."""
+    import torch
+    from accelerate import PartialState
+
+    return PartialState(cpu=not torch.cuda.is_available())
+
+
 def on_main_first(fn):
     """Run ``fn`` on the main process only and hand its result to every process.
 
@@ -23,12 +31,11 @@ def on_main_first(fn):
     """
     if world_size() <= 1:
         return fn()
-    from accelerate import PartialState
     from accelerate.utils import broadcast_object_list
 
-    state = PartialState()
+    is_main = state().is_main_process
     outcome: list = [None]
-    if state.is_main_process:
+    if is_main:
         try:
             outcome[0] = ("ok", fn())
         except RecipeError as exc:
@@ -36,5 +43,5 @@ def on_main_first(fn):
     broadcast_object_list(outcome, from_process=0)
     kind, value = outcome[0]
     if kind == "error":
-        raise value if state.is_main_process else RecipeError([])
+        raise value if is_main else RecipeError([])
     return value

@@ -159,9 +159,10 @@ def pick_dtype(name: str):
 def device_map() -> dict:
     """Where a quantized model goes: bitsandbytes quantizes on the device, one whole copy per process."""
     import torch
-    from accelerate import PartialState
 
-    return {"": PartialState().local_process_index if torch.cuda.is_available() else "cpu"}
+    from grpo_ext import launch
+
+    return {"": launch.state().local_process_index if torch.cuda.is_available() else "cpu"}
 
 
 def load(model_cfg: dict, base_dir: Path, log=print):

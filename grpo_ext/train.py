@@ -79,6 +79,7 @@ def dry_run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], marks: 
     n_train = f"file {data['file']}" if data["file"] else f"{len(data['prompts'])} prompts"
     print(f"recipe: {recipe.path} (valid)")
     print(f"model: {source.describe()}{state}")
+    print(f"training: {adapters.describe(recipe['model'])}")
     print("rewards: " + ", ".join(f"{f.__name__} (weight {w})" for f, w in zip(funcs, kwargs["reward_weights"])))
     print(f"data: {n_train}; {len(data['eval_prompts'] or [])} eval prompts; chat format: {data['chat']}")
     print(f"output_dir: {recipe['output_dir']}")
@@ -140,12 +141,12 @@ def versions() -> dict[str, str]:
 def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Path, verbose: bool) -> dict:
     quiet_third_parties(verbose)
     import torch
-    from accelerate import PartialState
     from transformers import set_seed
 
     from grpo_ext import data, evaluate, report
 
-    is_main = PartialState().is_main_process
+    processes = launch.state()
+    is_main = processes.is_main_process
     log = say if is_main else (lambda _msg: None)
     for note in notes:
         log(note)
@@ -174,7 +175,7 @@ def run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], run_dir: Pa
 
     summary = {"recipe": str(recipe.path), "model": described, "versions": versions(), "status": "running",
                "steps": 0, "train_seconds": None, "reward_first": None, "reward_last": None,
-               "eval_before": None, "eval_after": None}
+               "eval_before": None, "eval_after": None, "processes": processes.num_processes}
     if is_main:
         (run_dir / "recipe.yaml").write_text(recipe.to_yaml(), encoding="utf-8")
         report.write_summary(run_dir, summary)

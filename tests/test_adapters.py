@@ -149,3 +149,17 @@ def test_merge_refuses_runs_without_adapter(holds, expected, tmp_path, digit_doc
     assert cli.main(["merge", str(tmp_path)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and expected in err and err.count("\n") == 1
+
+
+HUB_RECIPES = [
+    # (shipped recipe, training line of the dry run)
+    ("qwen2.5-0.5b-digit-zh", "training: full fine-tuning"),  # the walkthrough's settings
+    ("gsm8k/qwen2.5-1.5b-qlora", "training: LoRA r=16 alpha=32 on all-linear over a 4bit base"),
+]
+
+
+@pytest.mark.parametrize("name,expected", HUB_RECIPES)
+def test_hub_recipes_dry_run_offline(name, expected, no_hub, capsys):
+    assert train.main([name, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert expected in out and "Hugging Face hub id 'Qwen/" in out

@@ -6,6 +6,8 @@
     grpo-ext cp NAME DEST.yaml                          copy a shipped recipe to edit
     grpo-ext eval RECIPE --model A [--model B ...]      score models side by side on the recipe's eval prompts
     grpo-ext rewards                                    reward names with their one-line descriptions
+    grpo-ext merge RUN_DIR [--out DIR]                  fold a LoRA adapter into its base model
+    grpo-ext plan RECIPE [key=value ...] [--gpu-memory 8GiB]   estimate peak memory; what to change if it will not fit
 """
 
 import argparse
@@ -99,6 +101,23 @@ def cmd_eval(args) -> int:
     return 0
 
 
+def cmd_merge(args) -> int:
+    from grpo_ext import merge
+    from grpo_ext.errors import RunError
+
+    try:
+        return merge.main(args.run_dir, args.out, check=not args.no_check)
+    except RunError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+
+
+def cmd_plan(args) -> int:
+    from grpo_ext import plan
+
+    return plan.main(args.recipe, args.overrides, args.gpu_memory, args.device)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv and argv[0] == "train":
@@ -118,6 +137,17 @@ def main(argv: list[str] | None = None) -> int:
     val = sub.add_parser("validate", help="check recipe files without loading any model")
     val.add_argument("files", nargs="+")
     val.set_defaults(fn=cmd_validate)
+    mg = sub.add_parser("merge", help="fold a LoRA run's adapter into its base; write a plain checkpoint")
+    mg.add_argument("run_dir", help="the run directory (output_dir) of a run trained with model.lora")
+    mg.add_argument("--out", help="where to write the merged model (default: RUN_DIR/merged)")
+    mg.add_argument("--no-check", action="store_true", help="skip comparing greedy answers on the eval prompts")
+    mg.set_defaults(fn=cmd_merge)
+    pl = sub.add_parser("plan", help="estimate peak memory of a recipe; say what to change when it will not fit")
+    pl.add_argument("recipe", help="recipe file, or a shipped recipe's name")
+    pl.add_argument("overrides", nargs="*", help="section.key=value overrides, e.g. model.quantization=4bit")
+    pl.add_argument("--gpu-memory", help="memory of one GPU, e.g. 8GiB; plans for that GPU (exit 1 when it will not fit)")
+    pl.add_argument("--device", choices=["cpu", "cuda"], help="plan for this device (default: cuda with --gpu-memory, else cpu)")
+    pl.set_defaults(fn=cmd_plan)
     ev = sub.add_parser("eval", help="score models side by side on a recipe's eval prompts with its rewards")
     ev.add_argument("recipe", help="recipe file, or a shipped recipe's name")
     ev.add_argument("overrides", nargs="*", help="section.key=value overrides, e.g. eval.samples=16")

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_ext import catalog, compat
+from grpo_ext import adapters, catalog, compat
 from grpo_ext.errors import RunError
 
 READY = "grpo_ext_ready"
@@ -156,6 +156,15 @@ def pick_dtype(name: str):
     return torch.float32
 
 
+def device_map() -> dict:
+    """Where a quantized model goes: bitsandbytes quantizes on the device, one whole copy per process."""
+    import torch
+
+    from grpo_ext import launch
+
+    return {"": launch.state().local_process_index if torch.cuda.is_available() else "cpu"}
+
+
 def load(model_cfg: dict, base_dir: Path, log=print):
     """Load (model, tokenizer, description) for the recipe's ``model:`` section."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -167,9 +176,11 @@ def load(model_cfg: dict, base_dir: Path, log=print):
     opts = {"trust_remote_code": model_cfg["trust_remote_code"]}
     if model_cfg.get("revision"):
         opts["revision"] = model_cfg["revision"]
+    quantization = adapters.quantization_config(model_cfg)
+    placement = {"quantization_config": quantization, "device_map": device_map()} if quantization else {}
     try:
         tokenizer = AutoTokenizer.from_pretrained(where, **opts)
-        model = AutoModelForCausalLM.from_pretrained(where, **compat.dtype_kwargs(pick_dtype(model_cfg["dtype"])), **opts)
+        model = AutoModelForCausalLM.from_pretrained(where, **compat.dtype_kwargs(pick_dtype(model_cfg["dtype"])), **opts, **placement)
     except OSError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise RunError(f"model.name {model_cfg['name']!r}: could not load ({first})") from exc

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from grpo_ext import catalog, compat
+from grpo_ext import adapters, catalog, compat
 from grpo_ext.errors import RecipeError
 
 MAX_RECIPE_BYTES = 1_000_000
@@ -36,6 +36,8 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "dtype": Spec(("str",), "auto", ("auto", "float32", "bfloat16", "float16"), doc="weights dtype; auto: float32 on CPU, bf16 on a GPU that has it"),
         "trust_remote_code": Spec(("bool",), False, doc="run model code from the hub repository (off unless you trust it)"),
         "revision": Spec(("str", "null"), None, doc="hub branch, tag or commit"),
+        "lora": Spec(("dict", "bool", "null"), None, doc="peft LoraConfig keys (r, lora_alpha, target_modules, ...); true: r=16, alpha=32, all-linear"),
+        "quantization": Spec(("str", "null"), None, ("4bit", "8bit", None), doc="load the base in 4-bit NF4 (QLoRA) or 8-bit with bitsandbytes; needs lora"),
     },
     "data": {
         "prompts": Spec(("list", "null"), None, doc="training prompts, one string each"),
@@ -301,6 +303,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     from grpo_ext.trackers import check_report_to
 
     problems.extend(check_report_to(data["training"]))
+    problems.extend(adapters.check(data["model"], data["training"]))
 
     from grpo_ext import rewards
 

@@ -20,7 +20,7 @@ import sys
 import time
 import warnings
 
-from grpo_ext import compat, models, rundir
+from grpo_ext import adapters, compat, launch, models, rundir
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import Recipe, load
 
@@ -74,6 +74,7 @@ def dry_run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], marks: 
     n_train = f"file {data['file']}" if data["file"] else f"{len(data['prompts'])} prompts"
     print(f"recipe: {recipe.path} (valid)")
     print(f"model: {source.describe()}{state}")
+    print(f"training: {adapters.describe(recipe['model'])}")
     print("rewards: " + ", ".join(f"{f.__name__} (weight {w})" for f, w in zip(funcs, kwargs["reward_weights"])))
     print(f"data: {n_train}; {len(data['eval_prompts'] or [])} eval prompts; chat format: {data['chat']}")
     print(f"output_dir: {recipe['output_dir']}")
@@ -126,13 +127,13 @@ def run(recipe: Recipe, funcs: list, weights: list[float], prepared: rundir.Prep
         callbacks: list | None = None) -> dict:
     quiet_third_parties(verbose)
     import torch
-    from accelerate import PartialState
     from transformers import set_seed
 
     from grpo_ext import data, evaluate, report
     from grpo_ext.rewards import guard
 
-    is_main = PartialState().is_main_process
+    processes = launch.state()
+    is_main = processes.is_main_process
     log = say if is_main else (lambda _msg: None)
     kwargs, notes, _ = config_kwargs(recipe, weights, compat.config_fields())
     for note in notes:
@@ -145,6 +146,7 @@ def run(recipe: Recipe, funcs: list, weights: list[float], prepared: rundir.Prep
 
     # Model and data
     model, tokenizer, described = models.load(recipe["model"], recipe.base_dir, log)
+    log(f"training: {adapters.describe(recipe['model'])}")
     chat = data.use_chat(recipe["data"], tokenizer)
     train_set = data.dataset(recipe["data"], recipe.base_dir, chat)
     eval_rows = list(data.dataset(recipe["data"], recipe.base_dir, chat, key="eval_prompts")) if recipe["eval"]["enabled"] else []
@@ -155,8 +157,9 @@ def run(recipe: Recipe, funcs: list, weights: list[float], prepared: rundir.Prep
     args = compat.make_config({**kwargs, "save_total_limit": None})  # rundir keeps the newest complete checkpoints
     metrics = report.MetricsLog(run_dir / "metrics.jsonl", is_main, log)
     trainer = compat.make_trainer(model=model, reward_funcs=funcs, args=args, train_dataset=train_set,
-                                  tokenizer=tokenizer, callbacks=[guard.error_counter(funcs), metrics,
-                                                                  rundir.marker_callback(is_main, keep), *(callbacks or [])])
+                                  tokenizer=tokenizer, peft_config=adapters.lora_config(recipe["model"]),
+                                  callbacks=[guard.error_counter(funcs), metrics, rundir.marker_callback(is_main, keep),
+                                             *(callbacks or [])])
     if args.disable_tqdm:
         from transformers import PrinterCallback
 
@@ -164,7 +167,7 @@ def run(recipe: Recipe, funcs: list, weights: list[float], prepared: rundir.Prep
 
     summary = {"recipe": str(recipe.path), "model": described, "versions": versions(), "status": "running",
                "steps": 0, "train_seconds": None, "reward_first": None, "reward_last": None,
-               "eval_before": None, "eval_after": None}
+               "eval_before": None, "eval_after": None, "processes": processes.num_processes}
     if is_main:
         (run_dir / "recipe.yaml").write_text(recipe.to_yaml(), encoding="utf-8")
         report.write_summary(run_dir, summary)
@@ -211,8 +214,8 @@ def run(recipe: Recipe, funcs: list, weights: list[float], prepared: rundir.Prep
         summary["reward_first"], summary["reward_last"] = rewards[0], rewards[-1]
     summary["eval_after"] = run_eval("after")
 
+    trainer.save_model(str(run_dir / "final"))  # every process: sharded engines gather the weights; only the main one writes
     if is_main:
-        trainer.save_model(str(run_dir / "final"))
         tokenizer.save_pretrained(str(run_dir / "final"))
         summary["status"] = "completed"
         report.finish(run_dir, summary, log)
@@ -232,7 +235,7 @@ def main(argv: list[str] | None = None, callbacks: list | None = None) -> int:
         if opts.dry_run:
             dry_run(recipe, funcs, kwargs, notes, marks)
             return 0
-        prepared = prepare_run_dir(recipe, opts.overwrite, opts.resume)
+        prepared = launch.on_main_first(lambda: prepare_run_dir(recipe, opts.overwrite, opts.resume))
     except RecipeError as exc:
         for line in exc.lines():
             print(line, file=sys.stderr)

@@ -1,0 +1,66 @@
+"""Train one recipe for a few steps and print its step time and peak memory next to `grpo-ext plan`'s estimate.
+
+    python scripts/gpu_check.py recipes/digit-lora.yaml --steps 5 --out /tmp/check/digit-lora [--device cpu]
+
+On CUDA the recipe runs in bf16 and the peak is torch's max allocated / reserved GPU memory; with
+``--device cpu`` it runs in float32 and the peak is the process's maximum resident set size.
+"""
+
+import argparse
+import json
+import resource
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+GIB = 1024**3
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("recipe")
+    p.add_argument("--steps", type=int, default=5)
+    p.add_argument("--out", required=True, help="run directory (must not hold a run)")
+    p.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
+    args = p.parse_args()
+
+    import torch
+
+    from grpo_ext import plan, train
+    from grpo_ext.errors import RecipeError
+    from grpo_ext.recipe import load
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print(f"{args.recipe}: no CUDA device; pass --device cpu to check the script on a CPU", file=sys.stderr)
+        return 2
+    overrides = [f"training.max_steps={args.steps}", "training.save_strategy='no'", "eval.enabled=false", f"output_dir={args.out}"]
+    if args.device == "cuda":
+        overrides += ["model.dtype=bfloat16", "training.bf16=true"]
+    try:
+        recipe = load(args.recipe, overrides)
+        folder = plan.config_dir(recipe["model"], recipe.base_dir)
+    except RecipeError as exc:
+        print("\n".join(exc.lines()), file=sys.stderr)
+        return 2
+    estimate = plan.total(plan.estimate(recipe, plan.model_shape(folder), plan.prompt_tokens(recipe, folder), args.device))
+
+    status = train.main([args.recipe, *overrides])
+    if status != 0:
+        return status
+    lines = [json.loads(line) for line in (Path(args.out) / "metrics.jsonl").read_text().splitlines()]
+    times = [line["step_time"] for line in lines[1:] if "step_time" in line] or [lines[0].get("step_time", float("nan"))]
+    if args.device == "cuda":
+        peak = f"peak {torch.cuda.max_memory_allocated() / GIB:.2f} GiB allocated, {torch.cuda.max_memory_reserved() / GIB:.2f} GiB reserved"
+    else:
+        peak = f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB:.2f} GiB"
+    name = Path(args.recipe).stem
+    print(f"{name:<12} {args.device}: {len(lines)} steps, {statistics.median(times):.2f} s/step (median after the first), "
+          f"{peak}; plan {estimate / GIB:.2f} GiB", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

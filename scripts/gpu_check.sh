@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# GPU check: the digit recipe full / LoRA / QLoRA in bf16 on one CUDA GPU, a few steps each, one after
+# another; prints step time and peak GPU memory per run, next to `grpo-ext plan`'s estimate.
+# Under 8 minutes on one GPU (each run is capped at 150 s; the model is converted once, ~30 s, if not cached).
+#   bash scripts/gpu_check.sh [STEPS]          STEPS defaults to 5
+#   GPU_CHECK_DEVICE=cpu GPU_CHECK_TIMEOUT=600 bash scripts/gpu_check.sh 1   the same on a CPU (float32, peak RSS)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-.venv/bin/python}
+[ -x "$PY" ] || PY=python3
+STEPS=${1:-5}
+DEVICE=${GPU_CHECK_DEVICE:-cuda}
+LIMIT=${GPU_CHECK_TIMEOUT:-150}
+OUT=$(mktemp -d "${TMPDIR:-/tmp}/gpu_check.XXXXXX")
+export HF_HUB_OFFLINE=${HF_HUB_OFFLINE:-1}
+"$PY" - <<'PY'
+import importlib.metadata as md, torch
+gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA device"
+print(f"gpu_check: {gpu}; torch {torch.__version__}, trl {md.version('trl')}, peft {md.version('peft')}, bitsandbytes {md.version('bitsandbytes')}")
+PY
+"$PY" -c "from grpo_ext import models; models.materialize(models.resolve('smollm2-135m-instruct', __import__('pathlib').Path('.')), log=lambda m: None)"
+status=0
+for recipe in digit digit-lora digit-qlora; do
+  if ! timeout "$LIMIT" "$PY" scripts/gpu_check.py "recipes/$recipe.yaml" --steps "$STEPS" --device "$DEVICE" --out "$OUT/$recipe" >"$OUT/$recipe.log" 2>&1; then
+    echo "$recipe: FAILED; last lines of $OUT/$recipe.log:"
+    tail -n 5 "$OUT/$recipe.log"
+    status=1
+  else
+    tail -n 1 "$OUT/$recipe.log"
+  fi
+done
+echo "gpu_check: run directories and logs in $OUT"
+exit $status

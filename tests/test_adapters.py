@@ -1,0 +1,165 @@
+"""LoRA and quantization from the recipe: validation, training on a tiny model, and `grpo-ext merge`."""
+
+import dataclasses
+import json
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from grpo_ext import adapters, cli, merge, train
+from tests.test_recipe import ROOT, mutate
+
+BAD = [
+    # (key path, new value, text the error must contain)
+    ("model.lora", {"r": 8, "alpha": 16}, "model.lora.alpha: unknown LoraConfig key; did you mean 'lora_alpha'?"),  # peft's name
+    ("model.lora", {"r": 0}, "model.lora.r: the adapter rank must be at least 1, got 0"),
+    ("model.lora", {"r": "big"}, "model.lora.r: expected an integer, got str 'big'"),
+    ("model.lora", {"lora_dropout": 1.5}, "model.lora.lora_dropout: a dropout probability is in [0, 1), got 1.5"),
+    ("model.lora", {"task_type": "SEQ_CLS"}, "model.lora.task_type: set by grpo_ext; remove it"),  # grpo_ext trains causal LMs
+    ("model.lora", "yes", "model.lora: expected a mapping or true or false or null, got str 'yes'"),
+    ("model.quantization", "4bit", "model.quantization: 4bit weights cannot be trained directly; add model.lora"),  # no adapter
+    ("model.quantization", "2bit", "model.quantization: '2bit' is not one of '4bit', '8bit', None"),
+]
+
+
+@pytest.mark.parametrize("path,value,expected", BAD, ids=[f"{b[0]}:{str(b[1])[:16]}" for b in BAD])
+def test_bad_model_section_exits_2(path, value, expected, digit_doc, write_recipe, tmp_path, capsys):
+    digit_doc["output_dir"] = str(tmp_path / "run")
+    assert train.main([str(write_recipe(mutate(digit_doc, path, value)))]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err
+    assert not (tmp_path / "run").exists()
+
+
+VLLM = [
+    # (model.quantization, training.use_vllm, refused?)
+    ("4bit", True, True),  # TRL merges the adapter into 4-bit weights at each sync: known to fail
+    ("8bit", True, True),  # vLLM has no in-flight 8-bit loading
+    (None, True, False),  # LoRA with vLLM: TRL merges into the bf16 weights, supported
+    ("4bit", False, False),  # QLoRA with transformers generation
+]
+
+
+@pytest.mark.parametrize("quant,use_vllm,refused", VLLM)
+def test_vllm_with_quantized_base_is_refused(quant, use_vllm, refused):
+    problems = adapters.check({"lora": True, "quantization": quant}, {"use_vllm": use_vllm})
+    assert any(p.startswith("training.use_vllm: vLLM generation with a") for p in problems) == refused
+
+
+SETTINGS = [
+    # (model.lora, LoRA settings used)
+    (None, None),  # no adapter: full fine-tuning
+    (False, None),
+    (True, adapters.LORA_DEFAULTS),  # true: the defaults
+    ({"r": 4, "target_modules": ["q_proj", "v_proj"]}, {**adapters.LORA_DEFAULTS, "r": 4, "target_modules": ["q_proj", "v_proj"]}),
+]
+
+
+@pytest.mark.parametrize("lora,expected", SETTINGS)
+def test_lora_settings(lora, expected):
+    assert adapters.lora_settings({"lora": lora}) == expected
+
+
+def test_lora_keys_read_without_import_match_peft():
+    from peft import LoraConfig, PeftConfig
+
+    inherited = {f.name for f in dataclasses.fields(PeftConfig)}
+    assert adapters.lora_keys() == {f.name for f in dataclasses.fields(LoraConfig)} - inherited
+
+
+def test_lora_recipe_validates_without_torch(digit_doc, write_recipe):
+    file = write_recipe(mutate(mutate(digit_doc, "model.lora", {"r": 8, "lora_alpha": 16}), "model.quantization", "4bit"))
+    code = ("import sys; from grpo_ext import recipe; r = recipe.load(sys.argv[1]); "
+            "assert not {'torch', 'peft', 'bitsandbytes'} & set(sys.modules), 'heavy import'; print(r['model']['lora']['r'])")
+    proc = subprocess.run([sys.executable, "-c", code, str(file)], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.strip() == "8", proc.stderr
+
+
+@pytest.fixture(scope="module")
+def tiny64(tmp_path_factory):
+    """A tiny model wide enough for bitsandbytes' 64-value 4-bit blocks."""
+    from grpo_ext import tiny
+
+    return tiny.build(tmp_path_factory.mktemp("tiny64") / "model", hidden=64)
+
+
+def train_tiny(tiny64, digit_doc, tmp_path, quantization):
+    doc = mutate(mutate(digit_doc, "model.lora", {"r": 8, "lora_alpha": 16}), "model.quantization", quantization)
+    doc["model"]["name"] = str(tiny64)
+    doc["training"].update(max_steps=3, per_device_train_batch_size=4, num_generations=4, max_completion_length=6,
+                           learning_rate=0.05, save_strategy="no")
+    doc["eval"]["enabled"] = False
+    doc["output_dir"] = str(tmp_path / "run")
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert train.main([str(path)]) == 0
+    return tmp_path / "run"
+
+
+QUANT = [
+    # model.quantization of the run
+    None,  # LoRA over a float32 base
+    "4bit",  # QLoRA: NF4 base, merged into its dequantized weights
+]
+
+
+@pytest.mark.parametrize("quantization", QUANT)
+def test_merge_reproduces_trained_answers(quantization, tiny64, digit_doc, tmp_path, no_hub, capsys):
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    run = train_tiny(tiny64, digit_doc, tmp_path, quantization)
+    final = run / "final"
+    assert (final / "adapter_config.json").is_file() and not (final / "model.safetensors").exists()
+    adapter = load_file(final / "adapter_model.safetensors")
+    assert any("lora_B" in k and v.abs().sum() > 0 for k, v in adapter.items())  # the adapter learned something
+
+    assert cli.main(["merge", str(run), "--out", str(tmp_path / "merged")]) == 0
+    assert "8 identical to the trained model's" in capsys.readouterr().err
+
+    # Independently: the trained model (base + adapter) and the merged checkpoint answer alike.
+    recipe = merge.read_run(run)
+    trained, tokenizer = adapters.load_trained(run, recipe["model"], recipe.base_dir, log=lambda _m: None)
+    merged = AutoModelForCausalLM.from_pretrained(tmp_path / "merged")
+    assert not hasattr(merged.config, "quantization_config")
+    tok = AutoTokenizer.from_pretrained(tmp_path / "merged")
+    tok.padding_side = "left"
+    assert merge.greedy_answers(merged, tok, recipe) == merge.greedy_answers(trained, tokenizer, recipe)
+    base = AutoModelForCausalLM.from_pretrained(tiny64)
+    name = "model.layers.0.self_attn.q_proj.weight"
+    assert not torch.equal(base.state_dict()[name], merged.state_dict()[name])  # the adapter is folded in
+
+
+MERGE_BAD = [
+    # (what the directory holds, text of the error)
+    ("nothing", "no recipe.yaml here"),
+    ("full", "holds a full model, already loadable with from_pretrained; merge needs a run trained with model.lora"),
+]
+
+
+@pytest.mark.parametrize("holds,expected", MERGE_BAD)
+def test_merge_refuses_runs_without_adapter(holds, expected, tmp_path, digit_doc, capsys):
+    if holds == "full":
+        (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(digit_doc))
+        (tmp_path / "final").mkdir()
+        (tmp_path / "final" / "config.json").write_text(json.dumps({}))
+    assert cli.main(["merge", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and expected in err and err.count("\n") == 1
+
+
+HUB_RECIPES = [
+    # (shipped recipe, training line of the dry run)
+    ("qwen2.5-0.5b-digit-zh", "training: full fine-tuning"),  # the walkthrough's settings
+    ("gsm8k/qwen2.5-1.5b-qlora", "training: LoRA r=16 alpha=32 on all-linear over a 4bit base"),
+]
+
+
+@pytest.mark.parametrize("name,expected", HUB_RECIPES)
+def test_hub_recipes_dry_run_offline(name, expected, no_hub, capsys):
+    assert train.main([name, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert expected in out and "Hugging Face hub id 'Qwen/" in out

@@ -1,0 +1,43 @@
+"""Every accelerate config in configs/ is read by accelerate's own loader (unknown keys are errors there)."""
+
+import pytest
+
+from tests.test_recipe import ROOT
+
+CONFIGS = [
+    # (file, distributed type, processes, mixed precision)
+    ("cpu-ddp.yaml", "MULTI_GPU", 2, "no"),  # MULTI_GPU + use_cpu: accelerate starts local processes with torchrun
+    ("single-gpu.yaml", "NO", 1, "bf16"),
+    ("multi-gpu.yaml", "MULTI_GPU", 8, "bf16"),
+    ("deepspeed-zero2.yaml", "DEEPSPEED", 8, "bf16"),
+    ("deepspeed-zero3.yaml", "DEEPSPEED", 8, "bf16"),
+    ("fsdp.yaml", "FSDP", 8, "bf16"),
+]
+
+
+@pytest.mark.parametrize("name,kind,processes,precision", CONFIGS)
+def test_config_parses(name, kind, processes, precision):
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    config = load_config_from_file(str(ROOT / "configs" / name))
+    assert str(config.distributed_type).rsplit(".", 1)[-1] == kind
+    assert (config.num_processes, config.mixed_precision) == (processes, precision)
+    assert config.use_cpu == (name == "cpu-ddp.yaml")
+
+
+def test_every_config_is_listed():
+    assert sorted(p.name for p in (ROOT / "configs").glob("*.yaml")) == sorted(c[0] for c in CONFIGS)
+
+
+STAGES = [
+    # (file, key, value)
+    ("deepspeed-zero2.yaml", "zero_stage", 2),
+    ("deepspeed-zero3.yaml", "zero_stage", 3),
+]
+
+
+@pytest.mark.parametrize("name,key,value", STAGES)
+def test_deepspeed_stage(name, key, value):
+    from accelerate.commands.config.config_args import load_config_from_file
+
+    assert load_config_from_file(str(ROOT / "configs" / name)).deepspeed_config[key] == value

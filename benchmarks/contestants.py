@@ -147,7 +147,7 @@ def main() -> None:
 
         cb = race_callback(digit["data"]["eval_prompts"], True, args.check_every, launched, record)
         with tempfile.TemporaryDirectory() as out:
-            rc = train.main(["digit", f"output_dir={out}/run", "eval.enabled=false", "training.save_strategy=no",
+            rc = train.main(["digit", f"output_dir={out}/run", "eval.enabled=false", "training.save_strategy='no'",
                              f"training.max_steps={args.max_steps}"], callbacks=[cb])
         if rc != 0:
             raise SystemExit(rc)

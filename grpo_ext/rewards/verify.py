@@ -17,7 +17,6 @@ nothing. Each process caps its memory, so a check that explodes in size fails in
 
 import atexit
 import threading
-import time
 
 # A check that would need more memory than this fails in the worker (MemoryError) instead of swapping.
 WORKER_MEMORY_BYTES = 2 << 30

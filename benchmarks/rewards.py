@@ -28,8 +28,6 @@ FORMS = {
 
 # Why each disagreement class is math_accuracy's verdict that is right: (form, ours, trl) -> reason.
 REASONS = {
-    ("final_answer", 1.0, 0.0): "the completion's only answer is the correct one in $...$ after 'The final answer is'; "
-                                "TRL extracts LaTeX answers only from \\boxed{} (try_extract_without_anchor=False) and scores 0",
     ("marker", 1.0, 0.0): "the correct answer follows the GSM8K marker '#### '; TRL reads only \\boxed{} LaTeX, so it finds no answer",
     ("tag", 1.0, 0.0): "the correct answer sits in <answer></answer>; TRL reads only \\boxed{} LaTeX, so it finds no answer",
     ("last_number", 1.0, 0.0): "the completion ends with the correct number in plain text; TRL reads only \\boxed{} LaTeX",
@@ -61,7 +59,7 @@ def corpus(size: int, seed: int = 0) -> list[dict]:
     malformed = ["$\\boxed{", "", "I am not sure how to solve this.", "$\\boxed{}$", "$\\frac{1}{$", "<answer></answer>", "#### "]
     while len(pairs) < size:
         roll = rng.random()
-        a, b = rng.randint(1, 999), rng.randint(2, 60)
+        a, b = rng.randint(1, 999), rng.randint(2, 500)
         if roll < 0.06:
             add("malformed", "malformed", rng.choice(malformed), str(a))
             continue
@@ -77,9 +75,9 @@ def corpus(size: int, seed: int = 0) -> list[dict]:
         elif kind < 0.8:
             gold, right, wrong = f"{a}.5", f"{a}.5", f"{a}.25"
         elif kind < 0.9:
-            gold, right, wrong = f"\\frac{{{a}}}{{{b}}}", f"\\frac{{{2 * a}}}{{{2 * b}}}", f"\\frac{{{a + 1}}}{{{b}}}"
+            gold, right, wrong = f"$\\frac{{{a}}}{{{b}}}$", f"\\frac{{{2 * a}}}{{{2 * b}}}", f"\\frac{{{a + 1}}}{{{b}}}"
         else:
-            gold, right, wrong = f"\\frac{{\\sqrt{{{b}}}}}{{2}}", f"\\sqrt{{{b}}}/2", f"\\sqrt{{{b + 1}}}/2"
+            gold, right, wrong = f"$\\frac{{\\sqrt{{{b}}}}}{{2}}$", f"\\sqrt{{{b}}}/2", f"\\sqrt{{{b + 1}}}/2"
         form = rng.choice(list(FORMS))
         correct = rng.random() < 0.5
         add("correct" if correct else "wrong", form, FORMS[form](right if correct else wrong), gold)
@@ -130,6 +128,10 @@ def main() -> int:
     only_trl = collections.Counter(p["form"] for p, o, t in zip(pairs, ours, trl) if o is None and t is not None)
     if only_ours or only_trl:
         print(f"  verdict from one side only: math_accuracy only {dict(only_ours)}; trl only {dict(only_trl)}")
+    labelled = [(p, o, t) for p, o, t in zip(pairs, ours, trl) if p["category"] in ("correct", "wrong")]
+    for name, index in (("math_accuracy", 1), ("trl accuracy_reward", 2)):
+        hits = sum(row[index] == (1.0 if row[0]["category"] == "correct" else 0.0) for row in labelled)
+        print(f"{name} matches the corpus label (correct -> 1.0, wrong -> 0.0) on {hits}/{len(labelled)} labelled pairs")
     print(f"time: math_accuracy {ours_s:.2f} s ({len(pairs) / ours_s:.0f} pairs/s), trl accuracy_reward {trl_s:.2f} s "
           f"({len(pairs) / trl_s:.0f} pairs/s); math_accuracy is {trl_s / ours_s:.1f}x faster")
     return 1 if unexplained else 0

@@ -24,6 +24,9 @@ CASES = [
     ("\\boxed{0.33}", "\\frac{1}{3}", 0.0),  # too coarse
     ("\\boxed{\\frac{\\sqrt{2}}{2}}", "\\frac{1}{\\sqrt{2}}", 1.0),  # symbolic, via math-verify
     ("The final answer is $\\frac{1092}{94}$.", "\\frac{546}{47}", 1.0),  # inline math, not its last digit group
+    ("so in the end there are \\frac{1500}{484}", "$\\frac{750}{242}$", 1.0),  # LaTeX without delimiters, last in the text
+    ("so in the end there are \\sqrt{329}/2.", "$\\frac{\\sqrt{329}}{2}$", 1.0),  # ... symbolic
+    ("\\boxed{\\sqrt{47}/2}", "\\frac{\\sqrt{46}}{2}", 0.0),  # different numbers, settled by evaluation
     ("\\boxed{x^2+1}", "1+x^2", 1.0),  # expression
     ("\\boxed{(1,2]}", "(1,2]", 1.0),  # interval, same text
     ("I don't know", "72", 0.0),  # no answer

@@ -51,6 +51,8 @@ def final_answer(text: str, limit: int = 1000) -> tuple[str, str] | None:
     ('number', '8')
     >>> final_answer("The final answer is $\\\\frac{3}{4}$.")
     ('math', '\\\\frac{3}{4}')
+    >>> final_answer("so there are \\\\frac{3}{4}.")
+    ('math', '\\\\frac{3}{4}')
     >>> final_answer("no idea") is None
     True
     """
@@ -76,6 +78,11 @@ def final_answer(text: str, limit: int = 1000) -> tuple[str, str] | None:
     math = [m for m in _INLINE_MATH.finditer(tail) if m.end() >= last.end()]
     if math and math[0].start() <= last.start():
         return "math", (math[0].group(1) or math[0].group(2)).strip()
+    start = max(tail.rfind(c, 0, last.start()) for c in " \n\t") + 1
+    end = last.end() + len(re.match(r"\S*", tail[last.end():]).group())
+    token = tail[start:end].rstrip(".,;:!?")
+    if "\\" in token:  # LaTeX without delimiters, such as \frac{3}{4} or \sqrt{2}/2
+        return "math", token
     return "number", last.group()
 
 
@@ -152,10 +159,10 @@ class MathAccuracy:
             return None
         found = final_answer(text, self.max_answer_chars)
         gold_number = plain_number(gold)
-        if found is None:
+        if found is None or (found[0] == "number" and gold_number is None):
             if gold_number is not None:
                 return 0.0
-            found = ("text", text[-self.max_answer_chars:])
+            found = ("text", text[-self.max_answer_chars:])  # a symbolic reference: math-verify finds the answer
         kind, answer = found
         pred_number = plain_number(answer)
         if gold_number is not None and pred_number is not None:

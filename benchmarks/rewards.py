@@ -28,15 +28,9 @@ FORMS = {
 
 # Why each disagreement class is math_accuracy's verdict that is right: (form, ours, trl) -> reason.
 REASONS = {
-    ("marker", 1.0, 0.0): "the correct answer follows the GSM8K marker '#### '; TRL reads only \\boxed{} LaTeX, so it finds no answer",
-    ("tag", 1.0, 0.0): "the correct answer sits in <answer></answer>; TRL reads only \\boxed{} LaTeX, so it finds no answer",
-    ("last_number", 1.0, 0.0): "the completion ends with the correct number in plain text; TRL reads only \\boxed{} LaTeX",
-    ("gsm8k_boxed", 1.0, 0.0): "the reference is a full GSM8K solution; math_accuracy takes the number after '####', TRL parses "
-                               "the first number in the worked solution and so rejects the correct boxed answer",
-    ("gsm8k_boxed", 0.0, 1.0): "the reference is a full GSM8K solution; TRL takes the first number of the working as the answer, "
-                               "so a wrong boxed answer that equals that intermediate number is credited",
-    ("adv_mb", 1.0, 0.0): "a 1 MB completion ending in the correct \\boxed{} answer; TRL's extraction picks a different span "
-                          "(first match) and scores 0",
+    ("marker", 1.0, 0.0): "the correct answer follows the GSM8K marker '#### '; TRL reads LaTeX only in \\boxed{} or after 'final answer is', so it finds no answer",
+    ("tag", 1.0, 0.0): "the correct answer sits in <answer></answer>; TRL reads LaTeX only in \\boxed{} or after 'final answer is', so it finds no answer",
+    ("last_number", 1.0, 0.0): "the completion ends with the correct number in plain text; TRL reads LaTeX only in \\boxed{} or after 'final answer is'",
 }
 
 

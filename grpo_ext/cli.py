@@ -5,7 +5,9 @@
     grpo-ext ls                                         shipped recipes, rewards and model aliases
     grpo-ext cp NAME DEST.yaml                          copy a shipped recipe to edit
     grpo-ext eval RECIPE --model A [--model B ...]      score models side by side on the recipe's eval prompts
-    grpo-ext rewards                                    reward names with their one-line descriptions
+    grpo-ext rewards [ls]                               reward names with their one-line descriptions
+    grpo-ext rewards show NAME                          a reward's arguments and documentation
+    grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg k=v]   score one completion
     grpo-ext merge RUN_DIR [--out DIR]                  fold a LoRA adapter into its base model
     grpo-ext plan RECIPE [key=value ...] [--gpu-memory 8GiB]   estimate peak memory; what to change if it will not fit
 """
@@ -39,12 +41,59 @@ def cmd_ls(_args) -> int:
     return 0
 
 
-def cmd_rewards(_args) -> int:
+def cmd_rewards(args) -> int:
+    """``grpo-ext rewards [ls]``: every reward name with its one-line description."""
     from grpo_ext import rewards
 
     for name in rewards.known_names():
         doc = rewards.REGISTRY[name].__doc__ if name in rewards.REGISTRY else "registered by an installed package"
         print(f"{name:<24} {_first_line(doc)}")
+    return 0
+
+
+def cmd_rewards_show(args) -> int:
+    """``grpo-ext rewards show NAME``: where a reward comes from, its arguments and its whole docstring."""
+    import inspect
+
+    from grpo_ext.rewards import registry
+
+    try:
+        obj, is_factory = registry.find(args.name, Path.cwd())
+    except LookupError as exc:
+        raise RecipeError(f"rewards show: {exc}") from None
+    source = "built in" if args.name in registry.REGISTRY else "module or file" if registry.is_reference(args.name) else "entry point"
+    print(f"{args.name} ({source})")
+    try:
+        params = [p for p in inspect.signature(obj).parameters.values() if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD]
+    except (TypeError, ValueError):
+        params = []
+    if is_factory:
+        print("args: " + (", ".join(str(p) for p in params) or "none"))
+    print(inspect.cleandoc(obj.__doc__ or "(no docstring)"))
+    return 0
+
+
+def cmd_rewards_score(args) -> int:
+    """``grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg key=value]``: one score, no model."""
+    from grpo_ext import rewards
+    from grpo_ext.recipe import parse_override
+
+    reward_args = {}
+    for text in args.arg:
+        keys, value = parse_override(text)
+        if len(keys) != 1:
+            raise RecipeError(f"--arg {text!r}: give key=value with a plain key, e.g. --arg max_length=256")
+        reward_args[str(keys[0])] = value
+    fn = rewards.build(args.name, reward_args, Path.cwd(), "rewards score")
+    columns = {"answer": [args.answer]} if args.answer is not None else {}
+    if args.answer is not None and "answer_column" in reward_args:
+        columns = {reward_args["answer_column"]: [args.answer]}
+    try:
+        score = fn(prompts=[""], completions=[args.completion], **columns)[0]
+    except Exception as exc:
+        print(f"error: reward {args.name!r} raised {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+    print(f"{getattr(fn, '__name__', args.name)}: {score}")
     return 0
 
 
@@ -128,7 +177,19 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="verb", required=True)
     sub.add_parser("train", help="train from a recipe (python -m grpo_ext.train --help)")
     sub.add_parser("ls", help="shipped recipes, rewards and model aliases").set_defaults(fn=cmd_ls)
-    sub.add_parser("rewards", help="reward names and what they score").set_defaults(fn=cmd_rewards)
+    rw = sub.add_parser("rewards", help="reward names (ls), one reward's documentation (show), try one (score)")
+    rw.set_defaults(fn=cmd_rewards)
+    rw_sub = rw.add_subparsers(dest="rewards_verb")
+    rw_sub.add_parser("ls", help="every reward name with its one-line description").set_defaults(fn=cmd_rewards)
+    show = rw_sub.add_parser("show", help="a reward's source, arguments and documentation")
+    show.add_argument("name")
+    show.set_defaults(fn=cmd_rewards_show)
+    score = rw_sub.add_parser("score", help="score one completion, without a model")
+    score.add_argument("name")
+    score.add_argument("--completion", required=True, help="the completion text to score")
+    score.add_argument("--answer", help="the reference answer (the dataset's answer column)")
+    score.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE", help="a reward argument (repeatable)")
+    score.set_defaults(fn=cmd_rewards_score)
     cp = sub.add_parser("cp", help="copy a shipped recipe to edit")
     cp.add_argument("name")
     cp.add_argument("dest")

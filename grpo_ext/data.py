@@ -39,6 +39,18 @@ def rows(data_cfg: dict, base_dir: Path, key: str = "prompts") -> list[dict]:
     """Rows with a ``prompt`` text and any extra columns (passed to rewards as keyword arguments)."""
     if key == "prompts" and data_cfg.get("file"):
         return _read_file(data_cfg, base_dir)
+    if key == "eval_prompts" and data_cfg.get("eval_prompts") is not None:
+        return [{"prompt": p} for p in data_cfg["eval_prompts"]]
+    if data_cfg.get("source"):
+        from grpo_ext import sources
+
+        return sources.generated(data_cfg)[0 if key == "prompts" else 1]
+    if data_cfg.get("hub"):
+        from grpo_ext import sources
+
+        if key == "prompts":
+            return sources.hub_rows(data_cfg, data_cfg["hub_split"], None)
+        return sources.hub_rows(data_cfg, data_cfg["eval_split"], data_cfg["eval_size"]) if data_cfg.get("eval_split") else []
     return [{"prompt": p} for p in data_cfg.get(key) or []]
 
 

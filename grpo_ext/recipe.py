@@ -46,6 +46,13 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "system_prompt": Spec(("str", "null"), None, doc="system message put before every prompt in chat format"),
         "chat": Spec(("str", "bool"), "auto", ("auto", True, False), doc="format prompts as chat messages; auto: when the tokenizer has a chat template"),
         "eval_prompts": Spec(("list", "null"), None, doc="held-out prompts scored before and after training"),
+        "source": Spec(("str", "null"), None, doc="a built-in generator of prompts with answers: arith"),
+        "source_args": Spec(("dict",), {}, doc="keyword arguments for the generator"),
+        "hub": Spec(("str", "null"), None, doc="a Hugging Face Hub dataset id (org/name)"),
+        "hub_config": Spec(("str", "null"), None, doc="the hub dataset's configuration name"),
+        "hub_split": Spec(("str",), "train", doc="hub split to train on"),
+        "eval_split": Spec(("str", "null"), None, doc="hub split whose first eval_size rows are the eval set"),
+        "eval_size": Spec(("int",), 64, minimum=1, doc="rows of eval_split to score"),
     },
     "eval": {
         "enabled": Spec(("bool",), True, doc="score eval_prompts before and after training"),
@@ -276,9 +283,13 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     d = data["data"]
     _check_prompts(d.get("prompts"), "data.prompts", problems)
     _check_prompts(d.get("eval_prompts"), "data.eval_prompts", problems)
+    given = [k for k in ("prompts", "file", "source", "hub") if d.get(k) is not None]
+    if len(given) > 1:
+        problems.append(f"data: {' and '.join(given)} are all given; keep one source of training prompts")
     if "prompts" in d and "file" in d:
-        if d["prompts"] is None and d["file"] is None:
-            problems.append("data: give prompts (a list of strings) or file (a .jsonl/.json/.csv with a prompt column)")
+        if not given:
+            problems.append("data: give prompts (a list of strings), file (a .jsonl/.json/.csv with a prompt column), "
+                            "source (a generator: arith) or hub (a dataset id)")
         elif d["file"] is not None:
             file = Path(d["file"]).expanduser()
             file = file if file.is_absolute() else base_dir / file
@@ -286,7 +297,14 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
                 problems.append(f"data.file: {str(file)!r} does not exist; paths are relative to the recipe's folder")
             elif file.suffix not in (".jsonl", ".json", ".csv"):
                 problems.append(f"data.file: {file.suffix or 'no extension'} is not supported; use .jsonl, .json or .csv")
-    if data["eval"].get("enabled") and d.get("eval_prompts") is None:
+    if d.get("source") is not None:
+        from grpo_ext import sources
+
+        problems.extend(sources.check_source(d["source"], d.get("source_args", {})))
+    if isinstance(d.get("hub"), str) and d["hub"].count("/") != 1:
+        problems.append(f"data.hub: {d['hub']!r} is not a dataset id; give org/name, e.g. openai/gsm8k")
+    held_out = d.get("source") is not None or (d.get("hub") is not None and d.get("eval_split") is not None)
+    if data["eval"].get("enabled") and d.get("eval_prompts") is None and not held_out:
         problems.append("data.eval_prompts: missing; give held-out prompts, or set eval.enabled: false")
 
     name = data["model"].get("name")

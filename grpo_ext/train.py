@@ -71,12 +71,16 @@ def dry_run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], marks: 
     cached = models.checkpoint_dir(source)
     state = "" if cached is None else (f"; cached at {cached}" if models.is_cached(source) else "; first run fetches and converts it")
     data = recipe["data"]
-    n_train = f"file {data['file']}" if data["file"] else f"{len(data['prompts'])} prompts"
+    n_train = (f"file {data['file']}" if data["file"] else f"generator {data['source']}" if data["source"]
+               else f"hub dataset {data['hub']} (split {data['hub_split']}; not fetched by a dry run)" if data["hub"]
+               else f"{len(data['prompts'])} prompts")
     print(f"recipe: {recipe.path} (valid)")
     print(f"model: {source.describe()}{state}")
     print(f"training: {adapters.describe(recipe['model'])}")
     print("rewards: " + ", ".join(f"{f.__name__} (weight {w})" for f, w in zip(funcs, kwargs["reward_weights"])))
-    print(f"data: {n_train}; {len(data['eval_prompts'] or [])} eval prompts; chat format: {data['chat']}")
+    n_eval = (len(data["eval_prompts"]) if data["eval_prompts"] is not None else data["source_args"].get("eval", "generated")
+              if data["source"] else data["eval_size"] if data["eval_split"] else 0)
+    print(f"data: {n_train}; {n_eval} eval prompts; chat format: {data['chat']}")
     print(f"output_dir: {recipe['output_dir']}")
     table = compat.table_for()
     print(f"trl {compat.trl_version()}, transformers {compat.transformers_version()}: effective GRPOConfig "

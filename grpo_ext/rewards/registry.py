@@ -16,6 +16,7 @@ With ``args``, the named object is called with them to build the reward; without
 """
 
 import difflib
+import functools
 import importlib
 import importlib.metadata
 import importlib.util
@@ -66,8 +67,17 @@ def is_reference(name: str) -> bool:
     return ":" in name
 
 
-def entry_points() -> dict[str, importlib.metadata.EntryPoint]:
-    return {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
+def entry_points() -> dict[str, list[importlib.metadata.EntryPoint]]:
+    """Installed packages' rewards by name; a name two packages register lists both."""
+    found: dict[str, list[importlib.metadata.EntryPoint]] = {}
+    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
+        if all(ep.value != seen.value for seen in found.get(ep.name, [])):
+            found.setdefault(ep.name, []).append(ep)
+    return found
+
+
+def _package(ep: importlib.metadata.EntryPoint) -> str:
+    return ep.dist.name if ep.dist else ep.value
 
 
 def known_names() -> list[str]:
@@ -107,21 +117,25 @@ def _import_reference(name: str, base_dir: Path) -> object:
 
 def find(name: str, base_dir: Path) -> tuple[Callable, bool]:
     """Look a reward up by name. Returns (object, is_factory). Raises LookupError with a one-line reason."""
+    eps = entry_points().get(name, [])
     if name in REGISTRY:
+        if eps:
+            raise LookupError(f"reward {name!r} is built in, and package {_package(eps[0])} registers the same name "
+                              f"({eps[0].value}); rename its entry point in the {ENTRY_POINT_GROUP!r} group")
         return REGISTRY[name], True
     if is_reference(name):
         return _import_reference(name, base_dir), False
-    eps = entry_points()
-    if name in eps:
+    if len(eps) > 1:
+        sources = " and ".join(f"{_package(ep)} ({ep.value})" for ep in eps)
+        raise LookupError(f"reward {name!r} is registered by {sources}; uninstall one, or name it as module:function")
+    if eps:
         try:
-            return eps[name].load(), False
+            return eps[0].load(), False
         except Exception as exc:
-            raise LookupError(
-                f"entry point {name!r} of package {eps[name].dist.name if eps[name].dist else '?'} failed to load: "
-                f"{type(exc).__name__}: {exc}"
-            ) from exc
+            raise LookupError(f"entry point {name!r} of package {_package(eps[0])} ({eps[0].value}) failed to load: "
+                              f"{type(exc).__name__}: {exc}") from exc
     hint = difflib.get_close_matches(name, known_names(), n=1)
-    more = f"did you mean {hint[0]!r}?" if hint else "see `grpo-ext rewards` for the names"
+    more = f"did you mean {hint[0]!r}?" if hint else "see `grpo-ext rewards ls` for the names"
     raise LookupError(f"unknown reward {name!r}; {more}")
 
 
@@ -141,7 +155,10 @@ def build(name: str, args: dict, base_dir: Path, path: str) -> RewardFunc:
             raise RecipeError(f"{path}.args: {exc} (arguments of {name!r}: {params})") from None
         except ValueError:
             pass
-        fn = obj(**args)
+        try:
+            fn = obj(**args)
+        except Exception as exc:
+            raise RecipeError(f"{path}.args: {name!r} rejected its arguments: {type(exc).__name__}: {exc}") from None
         if not callable(fn):
             raise RecipeError(f"{path}: calling {name!r} with args did not return a function")
         return fn
@@ -163,3 +180,18 @@ def completion_text(completion: str | list | dict) -> str:
     if isinstance(completion, list):
         return "".join(completion_text(m) for m in completion if not isinstance(m, dict) or m.get("role", "assistant") == "assistant")
     return str(completion)
+
+
+def named(fn: Callable, name: str, **params) -> RewardFunc:
+    """``fn`` with ``params`` bound, logged by TRL as ``name``; picklable when ``fn`` is a module-level function.
+
+    >>> def longer_than(completions, n, **kwargs):
+    ...     return [float(len(c) > n) for c in completions]
+    >>> reward = named(longer_than, "longer_than_3", n=3)
+    >>> reward.__name__, reward(["ab", "abcd"])
+    ('longer_than_3', [0.0, 1.0])
+    """
+    bound = functools.partial(fn, **params)
+    bound.__name__ = name
+    bound.__doc__ = fn.__doc__
+    return bound

@@ -1,0 +1,201 @@
+"""Math answer correctness: find the final answer in a completion and compare it with the reference.
+
+The final answer is, in order of preference, the last ``\\boxed{...}``, the last ``<answer>...</answer>``,
+the text after the last GSM8K marker ``#### ``, or else the last number in the completion. Plain
+numbers and fractions (``72``, ``-1,250``, ``2.5``, ``3/4``, ``\\frac{3}{4}``) are compared exactly in
+Python; anything else goes to math-verify in a worker process under a hard time limit (``verify.py``).
+"""
+
+import re
+from fractions import Fraction
+
+from grpo_ext.rewards import verify
+from grpo_ext.rewards.registry import completion_text, register
+
+_BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
+_NUMBER = re.compile(r"-?\d+/\d+|-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|-?\.\d+")
+_PLAIN = re.compile(r"(-?)(\d+(?:\.\d*)?|\.\d+)(?:/(\d+))?")
+_FRAC = re.compile(r"(-?)\\[dt]?frac\s*\{\s*(-?\d+)\s*\}\s*\{\s*(\d+)\s*\}")
+_INLINE_MATH = re.compile(r"\$\$?([^$]{1,1000})\$\$?|\\\((.{1,1000}?)\\\)")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?:\D|$))")
+_WRAPPERS = re.compile(r"^\s*(?:\$+|\\\(|\\\[)|(?:\$+|\\\)|\\\])\s*$")
+_UNIT = re.compile(r"\\text\s*\{[^{}]*\}|\\(?:mathrm|textbf|mathbf)\s*\{([^{}]*)\}")
+
+
+def _brace_body(text: str, start: int, limit: int) -> str | None:
+    """The text inside the brace opened just before ``start``, or None if it does not close within ``limit``."""
+    depth = 1
+    for i in range(start, min(len(text), start + limit)):
+        if text[i] == "{":
+            depth += 1
+        elif text[i] == "}":
+            depth -= 1
+            if depth == 0:
+                return text[start:i]
+    return None
+
+
+def final_answer(text: str, limit: int = 1000) -> tuple[str, str] | None:
+    """(how it was marked, the answer text) for a completion, or None when it has no answer.
+
+    An answer longer than ``limit`` characters counts as no answer: nothing that long is a final answer,
+    and it would only cost time to parse.
+
+    >>> final_answer("So x = 4, and the total is \\\\boxed{12}.")
+    ('boxed', '12')
+    >>> final_answer("Natalia sold 48 + 24 = 72 clips.\\n#### 72")
+    ('marker', '72')
+    >>> final_answer("<think>3 + 4</think><answer>7</answer>")
+    ('tag', '7')
+    >>> final_answer("She has 3 apples, then buys 5 more: 8 apples.")
+    ('number', '8')
+    >>> final_answer("The final answer is $\\\\frac{3}{4}$.")
+    ('math', '\\\\frac{3}{4}')
+    >>> final_answer("so there are \\\\frac{3}{4}.")
+    ('math', '\\\\frac{3}{4}')
+    >>> final_answer("no idea") is None
+    True
+    """
+    boxed = list(_BOXED.finditer(text[-200_000:]))
+    if boxed:
+        tail = text[-200_000:]
+        body = _brace_body(tail, boxed[-1].end(), limit)
+        return ("boxed", body) if body is not None else None
+    open_tag = text.rfind("<answer>")
+    if open_tag >= 0:
+        close = text.find("</answer>", open_tag)
+        body = text[open_tag + 8:close if close >= 0 else len(text)].strip()
+        return ("tag", body) if body and len(body) <= limit else None
+    marker = text.rfind("####")
+    if marker >= 0:
+        body = text[marker + 4:].strip().split("\n", 1)[0].strip()
+        return ("marker", body) if body and len(body) <= limit else None
+    tail = text[-10_000:]
+    numbers = list(_NUMBER.finditer(tail))
+    if not numbers:
+        return None
+    last = numbers[-1]
+    math = [m for m in _INLINE_MATH.finditer(tail) if m.end() >= last.end()]
+    if math and math[0].start() <= last.start():
+        return "math", (math[0].group(1) or math[0].group(2)).strip()
+    start = max(tail.rfind(c, 0, last.start()) for c in " \n\t") + 1
+    end = last.end() + len(re.match(r"\S*", tail[last.end():]).group())
+    token = tail[start:end].rstrip(".,;:!?")
+    if "\\" in token:  # LaTeX without delimiters, such as \frac{3}{4} or \sqrt{2}/2
+        return "math", token
+    return "number", last.group()
+
+
+def reference_answer(value) -> str | None:
+    """The reference answer's text: GSM8K solutions keep only what follows ``#### ``.
+
+    >>> reference_answer("Natalia sold 48/2 = <<48/2=24>>24 clips in May.\\n#### 72")
+    '72'
+    >>> reference_answer(0.5)
+    '0.5'
+    """
+    if value is None or isinstance(value, bool):
+        return None
+    text = str(value)
+    if "####" in text:
+        text = text.rsplit("####", 1)[1]
+    text = text.strip()
+    return text or None
+
+
+def plain_number(text: str) -> Fraction | None:
+    """A plain number or fraction as an exact Fraction, else None (left to math-verify).
+
+    >>> [plain_number(t) for t in ["72", "$1,250.50", "-3/4", "\\\\frac{3}{4}", "50\\\\%", "x + 1"]]
+    [Fraction(72, 1), Fraction(2501, 2), Fraction(-3, 4), Fraction(3, 4), Fraction(50, 1), None]
+    """
+    text = _UNIT.sub(lambda m: m.group(1) or "", text)
+    text = _WRAPPERS.sub("", text).strip().rstrip(".").strip()
+    text = text.removeprefix("\\$").removeprefix("$").removesuffix("\\%").removesuffix("%").strip()
+    text = _THOUSANDS.sub("", text)
+    match = _PLAIN.fullmatch(text) or _FRAC.fullmatch(text)
+    if not match:
+        return None
+    sign, num, den = match.groups()
+    if den is not None and int(den) == 0:
+        return None
+    value = Fraction(num) / (int(den) if den is not None else 1)
+    return -value if sign else value
+
+
+_TOWER = re.compile(r"\^\s*(?:\{[^{}]*|\d+\s*)\^")
+_BIG_FACTORIAL = re.compile(r"\d{4,}\s*!")
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"\s+|\$", "", text)
+
+
+def _decimals(text: str) -> int:
+    match = re.search(r"\.(\d+)", text)
+    return len(match.group(1)) if match else 0
+
+
+class MathAccuracy:
+    """The ``math_accuracy`` reward (see ``math_accuracy`` for what it scores); picklable."""
+
+    __name__ = "math_accuracy"
+
+    def __init__(self, answer_column: str = "answer", time_limit: float = 0.5, max_answer_chars: int = 1000):
+        self.answer_column = answer_column
+        self.time_limit = time_limit
+        self.max_answer_chars = max_answer_chars
+
+    def __call__(self, completions, **kwargs) -> list[float | None]:
+        if self.answer_column not in kwargs:
+            columns = ", ".join(k for k in kwargs if k not in ("prompts", "completion_ids", "trainer_state")) or "none"
+            raise ValueError(f"no {self.answer_column!r} column reached the reward (dataset columns: {columns}); "
+                             f"set args.answer_column to the column with the reference answers")
+        return [self.score(completion_text(c), gold) for c, gold in zip(completions, kwargs[self.answer_column])]
+
+    def score(self, text: str, gold_value) -> float | None:
+        gold = reference_answer(gold_value)
+        if gold is None:
+            return None
+        found = final_answer(text, self.max_answer_chars)
+        gold_number = plain_number(gold)
+        if found is None or (found[0] == "number" and gold_number is None):
+            if gold_number is not None:
+                return 0.0
+            found = ("text", text[-self.max_answer_chars:])  # a symbolic reference: math-verify finds the answer
+        kind, answer = found
+        pred_number = plain_number(answer)
+        if gold_number is not None and pred_number is not None:
+            if gold_number == pred_number:
+                return 1.0
+            if max(_decimals(answer), _decimals(gold)) < 6:
+                return 0.0  # beyond here math-verify's rounding to 6 places could still call them equal
+        if _squash(answer) == _squash(gold):
+            return 1.0
+        if _TOWER.search(answer) or _BIG_FACTORIAL.search(answer):
+            return 0.0  # an exponent tower or a huge factorial: evaluating it could take hours, and no reference is one
+        pred = answer if kind == "text" else f"\\boxed{{{answer}}}"
+        equal = verify.checker().check(gold, pred, self.time_limit)
+        return None if equal is None else float(equal)
+
+
+@register("math_accuracy", factory=True)
+def math_accuracy(answer_column: str = "answer", time_limit: float = 0.5, max_answer_chars: int = 1000) -> MathAccuracy:
+    """1.0 when the completion's final answer equals the reference answer, 0.0 when not, None when the reference cannot be parsed.
+
+    The final answer is the last ``\\boxed{}``, ``<answer>`` tag, GSM8K ``#### n`` line, or else the last
+    number. The reference comes from the dataset column ``answer_column`` (GSM8K solutions are reduced
+    to the number after ``####``). Plain numbers and fractions are compared exactly in Python; other
+    answers (``\\sqrt{2}/2``, ``x^2+1``, intervals) are checked by math-verify in a worker process that
+    is killed after ``time_limit`` seconds (the sample then scores 0.0). An answer longer than
+    ``max_answer_chars`` scores 0.0 without being parsed.
+
+    >>> reward = math_accuracy()
+    >>> reward(["The total is \\\\boxed{72}.", "#### 71", "I think 3/4", "no answer"], answer=["72", "71", "0.75", "5"])
+    [1.0, 1.0, 1.0, 0.0]
+    >>> reward(["\\\\boxed{\\\\frac{\\\\sqrt{2}}{2}}", "42"], answer=["\\\\frac{1}{\\\\sqrt{2}}", "not a number"])
+    [1.0, None]
+    """
+    if time_limit <= 0:
+        raise ValueError(f"time_limit must be positive, got {time_limit}")
+    return MathAccuracy(answer_column, float(time_limit), int(max_answer_chars))

@@ -1,0 +1,89 @@
+"""Datasets a recipe names instead of listing prompts: built-in generators (``data.source``) and hub
+datasets (``data.hub``). Plain Python until a hub dataset is actually loaded.
+
+A generator returns (training rows, eval rows); each row has a ``prompt`` and an ``answer`` column
+(GSM8K style: working, then ``#### n``), so ``math_accuracy`` scores it as it scores GSM8K.
+"""
+
+import inspect
+import random
+
+NAMES = ["Ava", "Ben", "Cara", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kim", "Leo", "Mia", "Noor", "Omar", "Pia"]
+THINGS = ["apples", "marbles", "stickers", "books", "coins", "pencils", "shells", "cards", "cookies", "stamps"]
+
+
+def _problem(rng: random.Random, max_operand: int) -> tuple[str, str]:
+    """One word problem and its GSM8K-style answer: one step of addition or subtraction."""
+    name, thing = rng.choice(NAMES), rng.choice(THINGS)
+    a, b = rng.randint(2, max_operand), rng.randint(1, max_operand)
+    if rng.random() < 0.5:
+        question = f"{name} has {a} {thing} and gets {b} more. How many {thing} does {name} have now?"
+        return question, f"{name} has {a} + {b} = {a + b} {thing}.\n#### {a + b}"
+    a, b = max(a, b) + 1, min(a, b)
+    question = f"{name} has {a} {thing} and gives away {b}. How many {thing} are left?"
+    return question, f"{name} has {a} - {b} = {a - b} {thing} left.\n#### {a - b}"
+
+
+def arith(train: int = 256, eval: int = 32, max_operand: int = 20, seed: int = 0) -> tuple[list[dict], list[dict]]:
+    """Arithmetic word problems with GSM8K-style answers; eval problems never appear in training.
+
+    >>> train_rows, eval_rows = arith(train=2, eval=1, seed=0)
+    >>> sorted(train_rows[0]), train_rows[0]["answer"].splitlines()[-1].startswith("#### ")
+    (['answer', 'prompt'], True)
+    """
+    rng = random.Random(seed)
+    seen: dict[str, str] = {}
+    attempts = 0
+    while len(seen) < train + eval:
+        question, answer = _problem(rng, max_operand)
+        seen.setdefault(question, answer)
+        attempts += 1
+        if attempts > 50 * (train + eval):
+            raise ValueError(f"max_operand={max_operand} allows too few distinct problems for {train + eval}; raise max_operand")
+    rows = [{"prompt": q, "answer": a} for q, a in seen.items()]
+    return rows[:train], rows[train:]
+
+
+GENERATORS = {"arith": arith}
+
+
+def check_source(name: str, args: dict) -> list[str]:
+    """Problems with ``data.source`` and ``data.source_args``, without generating anything."""
+    if name not in GENERATORS:
+        from grpo_ext.recipe import suggest
+
+        return [f"data.source: unknown generator {name!r}{suggest(name, GENERATORS)}"]
+    try:
+        inspect.signature(GENERATORS[name]).bind(**args)
+    except TypeError as exc:
+        params = ", ".join(inspect.signature(GENERATORS[name]).parameters)
+        return [f"data.source_args: {exc} (arguments of {name!r}: {params})"]
+    return []
+
+
+def generated(data_cfg: dict) -> tuple[list[dict], list[dict]]:
+    try:
+        return GENERATORS[data_cfg["source"]](**data_cfg["source_args"])
+    except ValueError as exc:
+        from grpo_ext.errors import RecipeError
+
+        raise RecipeError(f"data.source_args: {exc}") from None
+
+
+def hub_rows(data_cfg: dict, split: str, limit: int | None) -> list[dict]:
+    """Rows of a hub dataset split, with ``prompt_column`` renamed to ``prompt``."""
+    from datasets import load_dataset
+
+    from grpo_ext.errors import RecipeError, RunError
+
+    try:
+        ds = load_dataset(data_cfg["hub"], data_cfg["hub_config"], split=split)
+    except Exception as exc:
+        raise RunError(f"data.hub: loading {data_cfg['hub']!r} split {split!r} failed: {type(exc).__name__}: "
+                       f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
+    column = data_cfg["prompt_column"]
+    if column not in ds.column_names:
+        raise RecipeError(f"data.prompt_column: {data_cfg['hub']} has no column {column!r} (found: {', '.join(ds.column_names)})")
+    if limit is not None:
+        ds = ds.select(range(min(limit, len(ds))))
+    return [{**{k: v for k, v in r.items() if k != column}, "prompt": r[column]} for r in ds]

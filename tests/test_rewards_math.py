@@ -1,0 +1,122 @@
+"""math_accuracy: tables of (completion, reference, score), plain text and chat alike, and its time limit."""
+
+import threading
+import time
+
+import pytest
+
+from grpo_ext.rewards.maths import final_answer, math_accuracy, plain_number
+
+CASES = [
+    # completion, reference answer, expected score
+    ("So the total is \\boxed{72}.", "72", 1.0),  # boxed
+    ("So the total is \\boxed{71}.", "72", 0.0),  # boxed, wrong
+    ("48 + 24 = 72\n#### 72", "72", 1.0),  # GSM8K marker
+    ("<think>48+24</think><answer>72</answer>", "72", 1.0),  # answer tag
+    ("She sold 48 and then 24, so 72 clips.", "72", 1.0),  # last number
+    ("72 clips, or 70 if two broke.", "72", 0.0),  # the last number is the answer
+    ("The answer is $1,250$.", "1250", 1.0),  # thousands separator
+    ("\\boxed{\\frac{3}{4}}", "0.75", 1.0),  # fraction = decimal, fast path
+    ("I think 3/4", "\\frac{6}{8}", 1.0),  # slash fraction = LaTeX fraction
+    ("\\boxed{2.50}", "2.5", 1.0),  # trailing zero
+    ("\\boxed{\\$18}", "18", 1.0),  # currency sign
+    ("\\boxed{0.333333}", "\\frac{1}{3}", 1.0),  # math-verify's rounding to 6 places
+    ("\\boxed{0.33}", "\\frac{1}{3}", 0.0),  # too coarse
+    ("\\boxed{\\frac{\\sqrt{2}}{2}}", "\\frac{1}{\\sqrt{2}}", 1.0),  # symbolic, via math-verify
+    ("The final answer is $\\frac{1092}{94}$.", "\\frac{546}{47}", 1.0),  # inline math, not its last digit group
+    ("so in the end there are \\frac{1500}{484}", "$\\frac{750}{242}$", 1.0),  # LaTeX without delimiters, last in the text
+    ("so in the end there are \\sqrt{329}/2.", "$\\frac{\\sqrt{329}}{2}$", 1.0),  # ... symbolic
+    ("\\boxed{\\sqrt{47}/2}", "\\frac{\\sqrt{46}}{2}", 0.0),  # different numbers, settled by evaluation
+    ("\\boxed{x^2+1}", "1+x^2", 1.0),  # expression
+    ("\\boxed{(1,2]}", "(1,2]", 1.0),  # interval, same text
+    ("I don't know", "72", 0.0),  # no answer
+    ("", "72", 0.0),  # empty completion
+    ("\\boxed{", "72", 0.0),  # unclosed box
+    ("\\boxed{72}", "Natalia sold 48/2 = <<48/2=24>>24 clips.\n#### 72", 1.0),  # GSM8K solution as reference
+    ("\\boxed{72}", "", None),  # no reference: not judged
+    ("\\boxed{72}", None, None),  # missing reference
+    ("\\boxed{72}", "no answer here", None),  # unparseable reference
+]
+
+
+@pytest.mark.parametrize("completion,answer,expected", CASES)
+def test_plain_text(completion, answer, expected):
+    assert math_accuracy()([completion], answer=[answer]) == [expected]
+
+
+@pytest.mark.parametrize("completion,answer,expected", CASES[:6])
+def test_chat_messages(completion, answer, expected):
+    assert math_accuracy()([[{"role": "assistant", "content": completion}]], answer=[answer]) == [expected]
+
+
+def test_answer_column_is_configurable():
+    reward = math_accuracy(answer_column="solution")
+    assert reward(["#### 4"], solution=["4"], prompts=["p"]) == [1.0]
+    with pytest.raises(ValueError, match="no 'solution' column reached the reward .*set args.answer_column"):
+        reward(["#### 4"], answer=["4"])
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("\\boxed{1} then \\boxed{2}", ("boxed", "2")),  # the last box wins
+    ("\\boxed{\\frac{1}{2}}", ("boxed", "\\frac{1}{2}")),  # nested braces
+    ("#### 5\nmore text", ("marker", "5")),  # marker line only
+    ("x" * 2000 + "\\boxed{" + "1" * 2000 + "}", None),  # an answer over the length limit is no answer
+])
+def test_final_answer(text, expected):
+    assert final_answer(text) == expected
+
+
+@pytest.mark.parametrize("text,expected", [("-7", -7), ("+7", None), ("1/0", None), ("\\dfrac{1}{2}", 0.5), ("12.", 12)])
+def test_plain_number(text, expected):
+    assert plain_number(text) == expected
+
+
+ADVERSARIAL = [
+    # completion, reference: each must be scored within 1 s
+    ("\\boxed{10^{10^{10^{10}}}}", "5"),  # exponent tower: evaluating it never ends
+    ("$10^{10^{10^{10}}}$", "5"),  # the same without a box
+    ("\\boxed{" + "(" * 10_000 + "1" + ")" * 10_000 + "}", "1"),  # 10,000 nested parentheses
+    ("$" + "(" * 10_000 + "1" + ")" * 10_000 + "$", "\\frac{1}{2}"),  # the same, symbolic reference
+    ("The answer is 7. " * 61_700 + "\\boxed{7}", "7"),  # a 1 MB completion
+    ("\\boxed{\\frac{{1}{2}\\sqrt[}{3}}", "\\frac{1}{2}"),  # invalid LaTeX
+    ("$\\left( \\frac{1}{2 \\right]$ \\end{align}", "\\frac{1}{2}"),  # invalid LaTeX, unbalanced
+]
+
+
+def _score_timed(completion, answer, results):
+    t0 = time.monotonic()
+    score = math_accuracy()([completion], answer=[answer])
+    results.append((time.monotonic() - t0, score))
+
+
+@pytest.mark.parametrize("completion,answer", ADVERSARIAL, ids=["tower", "tower-bare", "parens", "parens-symbolic", "1MB", "latex", "latex2"])
+def test_adversarial_within_a_second(completion, answer):
+    math_accuracy()(["\\boxed{\\sqrt{2}}"], answer=["\\sqrt{3}"])  # start the verify worker outside the timing
+    results = []
+    _score_timed(completion, answer, results)
+    thread = threading.Thread(target=_score_timed, args=(completion, answer, results))
+    thread.start()
+    thread.join(timeout=10)
+    assert len(results) == 2, "the worker thread did not finish"
+    for elapsed, score in results:
+        assert elapsed < 1.0, f"took {elapsed:.2f} s"
+        assert score in ([0.0], [1.0])
+
+
+def test_overrunning_check_is_cut_off_and_the_next_one_works():
+    """A check that would run for minutes is killed at the time limit; the pool keeps answering after it."""
+    reward = math_accuracy(time_limit=0.5)
+    reward(["\\boxed{\\sqrt{2}}"], answer=["\\sqrt{3}"])
+    t0 = time.monotonic()
+    assert reward(["\\boxed{10^{100000000}+1}"], answer=["5"]) == [0.0]
+    assert time.monotonic() - t0 < 1.5
+    assert reward(["\\boxed{\\frac{\\sqrt{2}}{2}}"], answer=["\\frac{1}{\\sqrt{2}}"]) == [1.0]
+
+
+def test_registered_with_arguments(tmp_path):
+    from grpo_ext import rewards
+    from grpo_ext.errors import RecipeError
+
+    assert rewards.build("math_accuracy", {"answer_column": "gold"}, tmp_path, "rewards[0]")(["#### 3"], gold=["3"]) == [1.0]
+    with pytest.raises(RecipeError, match="rewards\\[0\\].args: 'math_accuracy' rejected its arguments: .*time_limit must be positive"):
+        rewards.build("math_accuracy", {"time_limit": 0}, tmp_path, "rewards[0]")

@@ -1,0 +1,140 @@
+"""Finding rewards: registry names, module and file paths, installed entry points; errors that say what failed."""
+
+import json
+import textwrap
+
+import pytest
+import yaml
+
+from grpo_ext import cli, train
+from grpo_ext.errors import RecipeError
+from grpo_ext.rewards import build, known_names, registry
+
+PLUGIN = textwrap.dedent("""
+    def keyword_reward(completions, **kwargs):
+        return [1.0 if "7" in str(c) else 0.0 for c in completions]
+
+    def make_bonus(word="7"):
+        def bonus(completions, **kwargs):
+            return [0.5 if word in str(c) else 0.0 for c in completions]
+        return bonus
+""")
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    """Make a package 'installed': a module plus a *.dist-info folder with entry_points.txt on sys.path."""
+
+    def install(package: str, entries: dict[str, str], module: str = PLUGIN):
+        root = tmp_path / f"site-{package}"
+        root.mkdir()
+        (root / f"{package}.py").write_text(module)
+        info = root / f"{package}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 1.0\n")
+        lines = "".join(f"{name} = {target}\n" for name, target in entries.items())
+        (info / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\n{lines}")
+        monkeypatch.syspath_prepend(str(root))
+
+    return install
+
+
+def test_entry_point_is_found_by_name(installed, tmp_path):
+    installed("kwpkg", {"keyword_reward": "kwpkg:keyword_reward"})
+    assert "keyword_reward" in known_names()
+    assert build("keyword_reward", {}, tmp_path, "rewards[0]")(["I say 7", "no"]) == [1.0, 0.0]
+
+
+def test_entry_point_factory_takes_args(installed, tmp_path):
+    installed("bonuspkg", {"bonus": "bonuspkg:make_bonus"})
+    assert build("bonus", {"word": "cat"}, tmp_path, "rewards[0]")(["a cat", "a dog"]) == [0.5, 0.0]
+
+
+@pytest.mark.parametrize("entries,module,name,expected", [
+    # a broken plug-in names its package and the error
+    ({"broken": "brokenpkg:keyword_reward"}, "raise ImportError('needs numpy 9')", "broken",
+     "entry point 'broken' of package brokenpkg (brokenpkg:keyword_reward) failed to load: ImportError: needs numpy 9"),
+    # a plug-in that takes a built-in's name
+    ({"math_accuracy": "clashpkg:keyword_reward"}, PLUGIN, "math_accuracy",
+     "reward 'math_accuracy' is built in, and package clashpkg registers the same name"),
+    # an entry point naming something that is not there
+    ({"ghost": "ghostpkg:nothing_here"}, PLUGIN, "ghost", "entry point 'ghost' of package ghostpkg (ghostpkg:nothing_here) failed to load"),
+])
+def test_bad_entry_points(installed, tmp_path, entries, module, name, expected):
+    installed(entries and next(iter(entries.values())).split(":")[0], entries, module)
+    with pytest.raises(RecipeError) as info:
+        build(name, {}, tmp_path, "rewards[0]")
+    assert info.value.problems[0].startswith("rewards[0].name: ")
+    assert expected in info.value.problems[0]
+
+
+def test_two_packages_same_name(installed, tmp_path):
+    installed("pkga", {"shared": "pkga:keyword_reward"})
+    installed("pkgb", {"shared": "pkgb:keyword_reward"})
+    with pytest.raises(RecipeError, match="reward 'shared' is registered by pkg. \\(pkg.:keyword_reward\\) and pkg. "):
+        build("shared", {}, tmp_path, "rewards[0]")
+
+
+@pytest.mark.parametrize("name,expected", [
+    ("math_acuracy", "unknown reward 'math_acuracy'; did you mean 'math_accuracy'?"),  # misspelled built-in
+    ("think_format", "did you mean 'think_answer_format'?"),
+    ("./missing.py:fn", "does not exist; give a path relative to the recipe's folder"),  # missing file
+    ("no_such_module_xyz:fn", "importing module 'no_such_module_xyz' failed: ModuleNotFoundError"),
+    ("json:lodas", "'json' has no attribute 'lodas'; did you mean 'loads'?"),
+    ("json:decoder", "'json:decoder' is a module, not a function"),  # not callable
+])
+def test_lookup_errors_are_one_line(name, expected, tmp_path):
+    with pytest.raises(RecipeError) as info:
+        build(name, {}, tmp_path, "rewards[0]")
+    assert len(info.value.problems) == 1 and "\n" not in info.value.problems[0]
+    assert expected in info.value.problems[0]
+
+
+def test_file_with_syntax_error(tmp_path):
+    (tmp_path / "bad.py").write_text("def f(:\n")
+    with pytest.raises(RecipeError, match="importing reward file .*bad.py' failed: SyntaxError"):
+        build("./bad.py:f", {}, tmp_path, "rewards[0]")
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["rewards"], "math_accuracy"),  # plain 'rewards' lists
+    (["rewards", "ls"], "think_answer_format"),
+    (["rewards", "show", "overlong_penalty"], "args: max_length: int, soft_margin: int"),
+    (["rewards", "score", "math_accuracy", "--completion", "so \\boxed{\\frac{1}{2}}", "--answer", "0.5"], "math_accuracy: 1.0"),
+    (["rewards", "score", "overlong_penalty", "--completion", "xxxxxxxx", "--arg", "max_length=10", "--arg", "soft_margin=4"],
+     "overlong_penalty: -0.5"),
+    (["rewards", "score", "math_accuracy", "--completion", "#### 3", "--answer", "3", "--arg", "answer_column=gold"], "math_accuracy: 1.0"),
+])
+def test_cli_rewards(argv, expected, capsys):
+    assert cli.main(argv) == 0
+    assert expected in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv,expected", [
+    (["rewards", "show", "math_acuracy"], "error: rewards show: unknown reward 'math_acuracy'; did you mean 'math_accuracy'?"),
+    (["rewards", "score", "overlong_penalty", "--completion", "x"], "missing a required argument: 'max_length'"),
+])
+def test_cli_rewards_errors(argv, expected, capsys):
+    assert cli.main(argv) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_module_file_and_entry_point_rewards_train(installed, tiny_model, digit_doc, tmp_path, monkeypatch, no_hub):
+    """A reward from each kind of source trains in one tiny run, each logged under its own name."""
+    installed("kwpkg", {"keyword_reward": "kwpkg:keyword_reward"})
+    (tmp_path / "my_rewards.py").write_text("def brevity(completions, **kwargs):\n    return [1.0 / (1 + len(str(c))) for c in completions]\n")
+    mod = tmp_path / "site-mods"
+    mod.mkdir()
+    (mod / "my_pkg_rewards.py").write_text("def shouting(completions, **kwargs):\n    return [float(str(c).isupper()) for c in completions]\n")
+    monkeypatch.syspath_prepend(str(mod))
+    doc = digit_doc
+    doc["model"]["name"] = str(tiny_model)
+    doc["training"].update(max_steps=1, per_device_train_batch_size=4, num_generations=4, max_completion_length=4, save_strategy="no")
+    doc["eval"]["enabled"] = False
+    doc["rewards"] = ["keyword_reward", "./my_rewards.py:brevity", {"name": "my_pkg_rewards:shouting", "weight": 0.5}]
+    doc["output_dir"] = str(tmp_path / "run")
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(yaml.safe_dump(doc))
+    assert train.main([str(recipe)]) == 0
+    line = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
+    assert {"rewards/keyword_reward/mean", "rewards/brevity/mean", "rewards/shouting/mean"} <= set(line)

@@ -94,11 +94,18 @@ def test_sigkill_at_random_points_then_resume(tiny_model, digit_doc, tmp_path):
         proc = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         target = done_before + rng.randint(1, 3)  # let it make some progress, then kill at a random moment
         deadline = time.monotonic() + 120
+        seen, seen_at, step_seconds = done_before, None, 0.4
         while proc.poll() is None and time.monotonic() < deadline:
-            if (run / "metrics.jsonl").exists() and len((run / "metrics.jsonl").read_text().splitlines()) >= target:
+            count = len((run / "metrics.jsonl").read_text().splitlines()) if (run / "metrics.jsonl").exists() else 0
+            if count > seen:
+                now = time.monotonic()
+                if seen_at is not None:
+                    step_seconds = (now - seen_at) / (count - seen)
+                seen, seen_at = count, now
+            if count >= target:
                 break
-            time.sleep(0.02)
-        time.sleep(rng.uniform(0, 0.4))
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0, step_seconds))  # somewhere inside the next step, however fast steps are
         assert proc.poll() is None, f"seed {seed}: run {attempt} ended before the kill: {proc.stderr.read()[-2000:]}"
         proc.send_signal(signal.SIGKILL)
         err = proc.communicate()[1]

@@ -52,6 +52,20 @@ def lora_settings(model_cfg: dict) -> dict | None:
     return {**LORA_DEFAULTS, **(lora if isinstance(lora, dict) else {})}
 
 
+def missing_packages(model_cfg: dict) -> list[str]:
+    """Packages the recipe's model section needs that this environment lacks, one line each with the fix.
+
+    Kept apart from ``check``: the recipe itself is fine, so a dry run notes these and a real run refuses them.
+    """
+    missing = []
+    if model_cfg.get("lora") not in (None, False) and importlib.util.find_spec("peft") is None:
+        missing.append("model.lora: peft is not installed; run: pip install peft")
+    quant = model_cfg.get("quantization")
+    if quant is not None and importlib.util.find_spec("bitsandbytes") is None:
+        missing.append(f"model.quantization: {quant} needs bitsandbytes; run: pip install 'grpo_ext[quant]'")
+    return missing
+
+
 def check(model_cfg: dict, training: dict) -> list[str]:
     """Problems with model.lora / model.quantization and their combination with vLLM generation."""
     from grpo_ext.recipe import coerce, describe_kinds, kind_of, suggest
@@ -59,9 +73,7 @@ def check(model_cfg: dict, training: dict) -> list[str]:
     problems = []
     lora = model_cfg.get("lora")
     if isinstance(lora, dict):
-        valid = lora_keys() - LORA_RESERVED
-        if not valid:
-            problems.append("model.lora: peft is not installed; run: pip install peft")
+        valid = lora_keys() - LORA_RESERVED  # empty without peft: missing_packages() says so
         for key, value in lora.items() if valid else ():
             where = f"model.lora.{key}"
             if key in LORA_RESERVED:
@@ -82,8 +94,6 @@ def check(model_cfg: dict, training: dict) -> list[str]:
     if quant is not None and lora_settings(model_cfg) is None:
         problems.append(f"model.quantization: {quant} weights cannot be trained directly; add model.lora (e.g. lora: true) "
                         "or set quantization: null")
-    if quant is not None and importlib.util.find_spec("bitsandbytes") is None:
-        problems.append(f"model.quantization: {quant} needs bitsandbytes; run: pip install 'grpo_ext[quant]'")
     if quant is not None and training.get("use_vllm"):
         problems.append(f"training.use_vllm: vLLM generation with a {quant} base is not supported by TRL (it merges the "
                         "adapter into the quantized weights each sync); set model.quantization: null or use_vllm: false")

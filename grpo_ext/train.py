@@ -236,9 +236,12 @@ def main(argv: list[str] | None = None, callbacks: list | None = None) -> int:
         recipe = load(opts.recipe, opts.overrides)
         funcs, weights = build_rewards(recipe)
         kwargs, notes, marks = config_kwargs(recipe, weights)
+        missing = adapters.missing_packages(recipe["model"])
         if opts.dry_run:
-            dry_run(recipe, funcs, kwargs, notes, marks)
+            dry_run(recipe, funcs, kwargs, notes + missing, marks)
             return 0
+        if missing:
+            raise RecipeError(missing, str(recipe.path))
         prepared = launch.on_main_first(lambda: prepare_run_dir(recipe, opts.overwrite, opts.resume))
     except RecipeError as exc:
         for line in exc.lines():

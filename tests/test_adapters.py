@@ -163,3 +163,20 @@ def test_hub_recipes_dry_run_offline(name, expected, no_hub, capsys):
     assert train.main([name, "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert expected in out and "Hugging Face hub id 'Qwen/" in out
+
+
+@pytest.mark.parametrize("recipe_name,missing,expected", [
+    # (shipped recipe, package this environment lacks, the one line that names the fix)
+    ("digit-qlora", "bitsandbytes", "model.quantization: 4bit needs bitsandbytes; run: pip install 'grpo_ext[quant]'"),
+    ("digit-lora", "peft", "model.lora: peft is not installed; run: pip install peft"),
+])
+def test_missing_package_is_noted_by_dry_run_and_refused_by_a_run(recipe_name, missing, expected, monkeypatch, tmp_path, capsys):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == missing else real(name, *a))
+    assert train.main([recipe_name, "--dry-run"]) == 0
+    assert f"note: {expected}" in capsys.readouterr().out
+    assert train.main([recipe_name, f"output_dir={tmp_path / 'run'}"]) == 2
+    assert expected in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

@@ -109,6 +109,8 @@ def main() -> None:
     p.add_argument("--max-steps", type=int, required=True)
     p.add_argument("--check-every", type=int, default=0)
     p.add_argument("--launched", type=float, default=None)
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="extra recipe override for 'ours' (e.g. training.bf16=true); repeatable")
     args = p.parse_args()
     launched = args.launched or time.time()
     record = {"name": args.name, "first_step_at": None, "step_seconds": [], "checks": [], "solved_at": None, "solved_step": None}
@@ -130,14 +132,12 @@ def main() -> None:
                       report_to="none", disable_tqdm=True)
         plain_trl(config, digit["data"]["prompts"], [digit_shaped], True, cb)
     elif args.name == "same":
-        from grpo_ext import compat, recipe, train
+        from grpo_ext import recipe, train
 
         r = recipe.load("digit")
-        funcs, weights = train.build_rewards(r)
+        _, weights = train.build_rewards(r)
         kwargs, _, _ = train.config_kwargs(r, weights)
-        import torch
-
-        compat.hardware_defaults(kwargs, torch.cuda.is_available(), False)
+        train.device_defaults(kwargs, r)
         kwargs.update(max_steps=args.max_steps, save_strategy="no")
         kwargs.pop("output_dir")
         cb = race_callback(digit["data"]["eval_prompts"], True, args.check_every, launched, record)
@@ -148,7 +148,7 @@ def main() -> None:
         cb = race_callback(digit["data"]["eval_prompts"], True, args.check_every, launched, record)
         with tempfile.TemporaryDirectory() as out:
             rc = train.main(["digit", f"output_dir={out}/run", "eval.enabled=false", "training.save_strategy='no'",
-                             f"training.max_steps={args.max_steps}"], callbacks=[cb])
+                             f"training.max_steps={args.max_steps}", *args.set], callbacks=[cb])
         if rc != 0:
             raise SystemExit(rc)
     record["steps"] = len(record["step_seconds"])

@@ -1,6 +1,6 @@
 """Time to solve the digit task: the tutorial's script vs plain TRL vs grpo_ext's shipped recipe.
 
-    python benchmarks/time_to_solve.py [--max-steps 40] [--check-every 2]
+    python benchmarks/time_to_solve.py [--max-steps 60] [--check-every 2]
 
 Wall time from launch until the pass rate of digit_exact on held-out prompts reaches 0.9 (checked
 every K steps, 8 samples per prompt), for (a) the tutorial's script as written on the same model,
@@ -18,7 +18,7 @@ LABELS = {"seed": "(a) tutorial script", "plain": "(b) plain TRL", "ours": "(c) 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--max-steps", type=int, default=40)
+    p.add_argument("--max-steps", type=int, default=60)
     p.add_argument("--check-every", type=int, default=2)
     p.add_argument("--only", default="seed,plain,ours", help="comma-separated subset of seed,plain,ours")
     args = p.parse_args()
@@ -33,8 +33,12 @@ def main() -> None:
     if b and c:
         if b["solved_at"] and c["solved_at"]:
             print(f"ratio (c)/(b) time to solve: {c['solved_at'] / b['solved_at']:.2f}")
+        elif c["solved_at"]:
+            # (b) had not solved it when it stopped, so its time to solve is more than its last check.
+            print(f"ratio (c)/(b) time to solve: below {c['solved_at'] / b['checks'][-1][2]:.2f} "
+                  f"((b) not solved by {b['checks'][-1][2]:.0f} s)")
         else:
-            print("ratio (c)/(b): undefined, a contestant did not reach 0.9")
+            print("ratio (c)/(b): undefined, (c) did not reach 0.9")
 
 
 if __name__ == "__main__":

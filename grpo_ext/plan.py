@@ -242,7 +242,6 @@ def alternatives(recipe) -> list[list[str]]:
 
 def main(ref: str, overrides: list[str], gpu_memory: str | None, device: str | None) -> int:
     from grpo_ext.recipe import apply_overrides, load, locate, read_yaml, validate
-
     from grpo_ext.train import quiet_third_parties
 
     quiet_third_parties(verbose=False)

@@ -24,6 +24,7 @@ from grpo_ext import adapters, compat, launch, models, rundir
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import Recipe, load
 
+
 def say(message: str) -> None:
     print(f"grpo_ext: {message}", file=sys.stderr, flush=True)
 
@@ -91,7 +92,8 @@ def dry_run(recipe: Recipe, funcs: list, kwargs: dict, notes: list[str], marks: 
              ("seed", kwargs["seed"], "recipe: seed" if "seed" in recipe.given else "grpo_ext default")]
     for key, value, origin in rows:
         print(f"  {key:<32} {json.dumps(value, ensure_ascii=False)[:60]:<24}  {origin}")
-    print("  use_cpu, bf16                    decided at launch from the device (no GPU: use_cpu=true, bf16=false)")
+    print("  use_cpu, bf16                    decided at launch from the device unless set (no GPU: use_cpu=true; "
+          "bf16=true on a GPU or CPU with native bf16)")
     for note in notes:
         print(f"note: {note}")
 
@@ -127,6 +129,15 @@ def versions() -> dict[str, str]:
         "python": platform.python_version()}
 
 
+def device_defaults(kwargs: dict, recipe: Recipe) -> list[str]:
+    """use_cpu and bf16 for this machine where the recipe leaves them open (in place); the announcements."""
+    import torch
+
+    has_cuda = torch.cuda.is_available()
+    return compat.hardware_defaults(kwargs, has_cuda, has_cuda and torch.cuda.is_bf16_supported(),
+                                    compat.cpu_bf16(), bool(recipe["model"].get("quantization")))
+
+
 def run(recipe: Recipe, funcs: list, weights: list[float], prepared: rundir.Prepared, verbose: bool,
         callbacks: list | None = None) -> dict:
     quiet_third_parties(verbose)
@@ -142,8 +153,7 @@ def run(recipe: Recipe, funcs: list, weights: list[float], prepared: rundir.Prep
     kwargs, notes, _ = config_kwargs(recipe, weights, compat.config_fields())
     for note in notes:
         log(note)
-    has_cuda = torch.cuda.is_available()
-    for note in compat.hardware_defaults(kwargs, has_cuda, has_cuda and torch.cuda.is_bf16_supported()):
+    for note in device_defaults(kwargs, recipe):
         log(note)
     set_seed(recipe["seed"])
     run_dir = prepared.path
@@ -184,8 +194,12 @@ def run(recipe: Recipe, funcs: list, weights: list[float], prepared: rundir.Prep
         if not eval_rows or not is_main:
             return None
         t0 = time.monotonic()
-        result = evaluate.evaluate(trainer.model, tokenizer, eval_rows, funcs, eval_cfg, chat=chat,
-                                   temperature=temperature, max_new_tokens=max_new, seed=recipe["seed"])
+        # The same arithmetic as training: bf16 autocast when the trainer uses it.
+        precision = (torch.autocast(trainer.model.device.type, dtype=torch.bfloat16) if args.bf16
+                     else contextlib.nullcontext())
+        with precision:
+            result = evaluate.evaluate(trainer.model, tokenizer, eval_rows, funcs, eval_cfg, chat=chat,
+                                       temperature=temperature, max_new_tokens=max_new, seed=recipe["seed"])
         result["seconds"] = round(time.monotonic() - t0, 1)
         rates = ", ".join(f"{k} {v['pass_rate']}" for k, v in result["rewards"].items())
         log(f"eval {label}: pass rate {rates} ({result['samples']} samples, {result['seconds']} s)")

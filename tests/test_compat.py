@@ -206,3 +206,38 @@ def test_bad_key_exits_2_with_one_line(version, override, expected, monkeypatch,
     assert train.main([str(ROOT / "recipes" / "digit.yaml"), override, "--dry-run"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0], err
+
+
+CPUINFO = "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu sse2 avx2 {extra}\nbogomips\t: 4000\n"
+
+
+@pytest.mark.parametrize("extra, expected", [
+    ("avx512f avx512_bf16", "avx512_bf16"),
+    ("amx_tile amx_bf16", "amx_bf16"),
+    ("avx512f avx512_vnni", None),     # AVX-512 alone emulates bf16: slower, not chosen
+    ("avx512_bf16x", None),            # whole flags only
+])
+def test_cpu_bf16_reads_the_flags(extra, expected):
+    assert compat.cpu_bf16(CPUINFO.format(extra=extra)) == expected
+
+
+def test_cpu_bf16_without_flags_line_is_none():
+    assert compat.cpu_bf16("Processor\t: AArch64\nFeatures\t: fp asimd\n") is None
+
+
+@pytest.mark.parametrize("given, cuda, gpu_bf16, cpu_flag, quantized, expected", [
+    ({}, False, False, "avx512_bf16", False, True),     # CPU with native bf16: autocast
+    ({}, False, False, None, False, False),             # CPU without it: float32
+    ({}, False, False, "avx512_bf16", True, False),     # 4-bit on the CPU computes in float32
+    ({}, True, True, None, False, True),
+    ({}, True, False, "avx512_bf16", False, False),     # an old GPU: the CPU flag does not matter
+    ({"bf16": False}, False, False, "avx512_bf16", False, False),  # the recipe decides
+    ({"fp16": True}, True, False, None, False, None),
+])
+def test_hardware_defaults_bf16(given, cuda, gpu_bf16, cpu_flag, quantized, expected):
+    kwargs = dict(given)
+    notes = compat.hardware_defaults(kwargs, cuda, gpu_bf16, cpu_flag, quantized)
+    assert kwargs.get("bf16") == expected
+    assert kwargs.get("use_cpu", False) is (not cuda)
+    if "bf16" not in given and "fp16" not in given:
+        assert any(n.startswith(f"bf16={expected}") for n in notes)

@@ -10,8 +10,10 @@ CASES = [
     ("7", 1.0, 1.0),  # the answer
     ("0", 1.0, 1.0),  # zero is a digit too
     (" 3\n", 1.0, 1.0),  # surrounding whitespace is stripped (the seed's rule)
-    ("7.", 0.0, 0.5),  # leads with a lone digit
-    ("5 is my pick", 0.0, 0.5),
+    ("7.", 0.0, 0.7),  # leads with a lone digit: 0.5 + 0.4 / (1 + characters after it)
+    ("5 is my pick", 0.0, 0.5364),
+    ("5 \n", 1.0, 1.0),
+    ("5 \n\nok", 0.0, 0.6333),  # whitespace around the rest is not counted
     ("12", 0.0, 0.2),  # two digits: a number, not a digit
     ("I pick 4", 0.0, 0.2),  # a digit somewhere
     ("seven", 0.0, 0.0),

@@ -22,14 +22,18 @@ def digit_exact(completions, **kwargs) -> list[float]:
 
 @register("digit_shaped")
 def digit_shaped(completions, **kwargs) -> list[float]:
-    """Partial credit on the way to one digit: 1.0 exact, 0.5 leads with a lone digit, 0.2 has a digit, else 0.
+    """Partial credit on the way to one digit: 1.0 exact; 0.5 to 0.9 leads with a lone digit, more the less
+    follows it; 0.2 has a digit; else 0.
 
     "Leads with a lone digit" means the stripped text starts with one digit not followed by another
-    (``"7."``, ``"5 is my pick"``); "has a digit" is any digit anywhere (``"I pick 12"``). The steps
-    give a small model a gradient towards the exact answer before it ever produces one.
+    (``"7."``, ``"5 is my pick"``); it scores ``0.5 + 0.4 / (1 + n)`` for ``n`` characters after the
+    digit (whitespace at the ends not counted), so a group that all lead with a digit still differs
+    and keeps a gradient towards stopping after it. "Has a digit" is any digit anywhere
+    (``"I pick 12"``). The steps give a small model a gradient towards the exact answer before it
+    ever produces one.
 
     >>> digit_shaped(["7", "7.", "5 is my pick", "I pick 12", "no idea"])
-    [1.0, 0.5, 0.5, 0.2, 0.0]
+    [1.0, 0.7, 0.5364, 0.2, 0.0]
     """
     scores = []
     for c in completions:
@@ -37,7 +41,7 @@ def digit_shaped(completions, **kwargs) -> list[float]:
         if _is_single_digit(text):
             scores.append(1.0)
         elif text[:1] and text[:1] in "0123456789" and not _DIGIT.match(text[1:2]):
-            scores.append(0.5)
+            scores.append(round(0.5 + 0.4 / (1 + len(text[1:].strip())), 4))
         elif _DIGIT.search(text):
             scores.append(0.2)
         else:

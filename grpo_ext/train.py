@@ -37,7 +37,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--overwrite", action="store_true", help="replace a previous run in output_dir")
     p.add_argument("--resume", action="store_true", help="continue the unfinished run in output_dir from its last complete checkpoint")
     p.add_argument("--verbose", action="store_true", help="show third-party warnings and logs")
-    return p.parse_args(argv)
+    return p.parse_intermixed_args(argv)  # overrides may follow the flags, as users type them
 
 
 def build_rewards(recipe: Recipe) -> tuple[list, list[float]]:

@@ -93,3 +93,18 @@ def test_shipped_recipe_header(name):
         assert f"# {label}" in text, f"{name}: header lacks {label}"
     assert re.search(rf"Launch: .*grpo_ext\.train .*{re.escape(path.name)}", text)
     assert yaml.safe_load(path.read_text())["output_dir"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["digit", "seed=1", "--overwrite", "training.max_steps=2"],
+    ["digit", "--overwrite", "seed=1", "training.max_steps=2"],
+    ["--overwrite", "digit", "seed=1", "training.max_steps=2"],
+])
+def test_train_overrides_before_and_after_flags(argv):
+    opts = train.parse_args(argv)
+    assert (opts.recipe, opts.overrides, opts.overwrite) == ("digit", ["seed=1", "training.max_steps=2"], True)
+
+
+def test_train_dry_run_with_override_after_flag(capsys):
+    assert train.main(["digit", "--dry-run", "training.max_steps=3"]) == 0
+    assert re.search(r"^  max_steps +3 +recipe", capsys.readouterr().out, re.MULTILINE)

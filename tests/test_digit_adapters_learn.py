@@ -4,13 +4,10 @@ Slow (a few minutes each on 2 cores, plus a one-time fetch and conversion of the
 The QLoRA run is also merged, and the merged model must answer the eval prompts as the trained one did.
 """
 
-import json
-import time
-
 import pytest
 
-from grpo_ext import cli, train
-from tests.test_recipe import ROOT
+from grpo_ext import cli
+from tests.conftest import train_shipped
 
 RECIPES = [
     # (shipped recipe, merge and compare greedy answers?)
@@ -22,13 +19,7 @@ RECIPES = [
 @pytest.mark.slow
 @pytest.mark.parametrize("name,merge", RECIPES)
 def test_adapter_recipe_learns(name, merge, tmp_path, no_hub, capsys):
-    t0 = time.monotonic()
-    assert train.main([str(ROOT / "recipes" / f"{name}.yaml"), f"output_dir={tmp_path / 'run'}"]) == 0
-    wall = time.monotonic() - t0
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    before = summary["eval_before"]["rewards"]["digit_exact"]["pass_rate"]
-    after = summary["eval_after"]["rewards"]["digit_exact"]["pass_rate"]
-    print(f"{name}: pass rate {before} -> {after}, {wall:.0f} s wall")
+    before, after, _ = train_shipped(name, tmp_path / "run", "digit_exact")
     assert after >= 0.8
     assert after - before >= 0.5
     assert (tmp_path / "run" / "final" / "adapter_config.json").is_file()

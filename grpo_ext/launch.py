@@ -45,3 +45,21 @@ def on_main_first(fn):
     if kind == "error":
         raise value if is_main else RecipeError([])
     return value
+
+
+def close(completed: bool) -> None:
+    """End this process's part in a multi-process run before the interpreter shuts down.
+
+    A process that exits with its gloo process group still alive can abort in teardown ("terminate
+    called without an active exception"): gloo's worker threads outlive the interpreter. After a
+    completed run every process first waits for the others (the main one may still be evaluating);
+    after a failure it does not wait, as another process may never arrive.
+    """
+    import sys
+
+    dist = getattr(sys.modules.get("torch"), "distributed", None)
+    if dist is None or not dist.is_available() or not dist.is_initialized():
+        return
+    if completed:
+        dist.barrier()
+    dist.destroy_process_group()

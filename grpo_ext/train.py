@@ -260,15 +260,20 @@ def main(argv: list[str] | None = None, callbacks: list | None = None) -> int:
     except RecipeError as exc:
         for line in exc.lines():
             print(line, file=sys.stderr)
+        launch.close(completed=False)
         return 2
+    completed = False
     try:
         run(recipe, funcs, weights, prepared, opts.verbose, callbacks)
+        completed = True
     except (RunError, RecipeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("error: interrupted; the run directory keeps what was saved", file=sys.stderr)
         return 130
+    finally:
+        launch.close(completed)
     return 0
 
 

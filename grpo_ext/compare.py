@@ -4,8 +4,9 @@
 
 A model is a catalog alias, a hub id, a local directory or ``.gguf`` file, or a run directory (its
 ``final/`` is loaded; a LoRA adapter there is put back on its base model with peft). Each model samples
-``eval.samples`` completions per eval prompt with the same seed, and the recipe's rewards score them
-exactly as they score completions in training. The table goes to stdout; ``eval.json`` and ``eval.md``
+``eval.samples`` completions per eval prompt with the same seed, under the precision training would use
+(bf16 autocast where it chooses bf16), and the recipe's rewards score them exactly as they score
+completions in training. The table goes to stdout; ``eval.json`` and ``eval.md``
 go to ``--out`` (default: ``eval-NAME`` next to the recipe's ``output_dir``).
 """
 
@@ -87,6 +88,7 @@ def eval_rows(recipe: Recipe, chat: bool, log) -> list[dict]:
 def compare(recipe: Recipe, refs: list[str], funcs: list, log) -> dict:
     """Evaluate each model in turn; the result keeps every model's scores under its ``--model`` label."""
     from grpo_ext import data, evaluate
+    from grpo_ext.train import device_defaults
 
     training = recipe["training"]
     cfg = recipe["eval"]
@@ -95,13 +97,16 @@ def compare(recipe: Recipe, refs: list[str], funcs: list, log) -> dict:
     result = {"recipe": str(recipe.path), "samples": cfg["samples"], "temperature": temperature,
               "max_new_tokens": max_new, "pass_threshold": cfg["pass_threshold"], "seed": recipe["seed"],
               "held_out": bool(recipe["data"]["eval_prompts"]), "models": {}}
+    precision = {key: training[key] for key in ("bf16", "fp16") if key in training}
+    device_defaults(precision, recipe)  # the arithmetic training would use here: bf16 autocast or float32
+    result["bf16"] = bool(precision.get("bf16"))
     for ref in refs:
         model, tokenizer, described = load(ref, recipe["model"], log)
         chat = data.use_chat(recipe["data"], tokenizer)
         rows = eval_rows(recipe, chat, log)
         t0 = time.monotonic()
         scores = evaluate.evaluate(model, tokenizer, rows, funcs, cfg, chat=chat, temperature=temperature,
-                                   max_new_tokens=max_new, seed=recipe["seed"])
+                                   max_new_tokens=max_new, seed=recipe["seed"], bf16=result["bf16"])
         scores.update(model=described, seconds=round(time.monotonic() - t0, 1))
         result["models"][ref] = scores
         result["prompts"] = scores["prompts"]
@@ -118,8 +123,8 @@ def _fmt(value, digits: int = 3) -> str:
 
 def headline(result: dict) -> str:
     prompts = "held-out eval prompts" if result["held_out"] else "training prompts (no eval_prompts in the recipe)"
-    return (f"{result.get('prompts', 0)} {prompts} x {result['samples']} samples, temperature {result['temperature']}, "
-            f"a sample passes when it scores at least {result['pass_threshold']}")
+    return (f"{result.get('prompts', 0)} {prompts} x {result['samples']} samples, temperature {result['temperature']}"
+            f"{', bf16 autocast' if result.get('bf16') else ''}, a sample passes when it scores at least {result['pass_threshold']}")
 
 
 def table(result: dict) -> list[str]:

@@ -4,6 +4,7 @@ Completions are handed to the rewards exactly as TRL hands them during training 
 chat prompts, strings otherwise), so an eval score means the same as a training reward.
 """
 
+import contextlib
 import statistics
 
 
@@ -71,8 +72,13 @@ def score(rows: list[dict], completions: list[list[str]], reward_funcs: list, *,
 
 
 def evaluate(model, tokenizer, rows: list[dict], reward_funcs: list, eval_cfg: dict, *, chat: bool,
-             temperature: float, max_new_tokens: int, seed: int) -> dict:
-    completions = generate(model, tokenizer, [r["prompt"] for r in rows], samples=eval_cfg["samples"],
-                           max_new_tokens=max_new_tokens, temperature=temperature,
-                           batch_size=eval_cfg["batch_size"], seed=seed)
+             temperature: float, max_new_tokens: int, seed: int, bf16: bool = False) -> dict:
+    """Sample and score; ``bf16`` samples under bf16 autocast, the arithmetic training uses when its bf16 is on."""
+    import torch
+
+    precision = torch.autocast(model.device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    with precision:
+        completions = generate(model, tokenizer, [r["prompt"] for r in rows], samples=eval_cfg["samples"],
+                               max_new_tokens=max_new_tokens, temperature=temperature,
+                               batch_size=eval_cfg["batch_size"], seed=seed)
     return score(rows, completions, reward_funcs, chat=chat, pass_threshold=eval_cfg["pass_threshold"], tokenizer=tokenizer)

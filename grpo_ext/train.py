@@ -141,7 +141,6 @@ def device_defaults(kwargs: dict, recipe: Recipe) -> list[str]:
 def run(recipe: Recipe, funcs: list, weights: list[float], prepared: rundir.Prepared, verbose: bool,
         callbacks: list | None = None) -> dict:
     quiet_third_parties(verbose)
-    import torch
     from transformers import set_seed
 
     from grpo_ext import data, evaluate, report
@@ -194,12 +193,8 @@ def run(recipe: Recipe, funcs: list, weights: list[float], prepared: rundir.Prep
         if not eval_rows or not is_main:
             return None
         t0 = time.monotonic()
-        # The same arithmetic as training: bf16 autocast when the trainer uses it.
-        precision = (torch.autocast(trainer.model.device.type, dtype=torch.bfloat16) if args.bf16
-                     else contextlib.nullcontext())
-        with precision:
-            result = evaluate.evaluate(trainer.model, tokenizer, eval_rows, funcs, eval_cfg, chat=chat,
-                                       temperature=temperature, max_new_tokens=max_new, seed=recipe["seed"])
+        result = evaluate.evaluate(trainer.model, tokenizer, eval_rows, funcs, eval_cfg, chat=chat, temperature=temperature,
+                                   max_new_tokens=max_new, seed=recipe["seed"], bf16=args.bf16)  # training's arithmetic
         result["seconds"] = round(time.monotonic() - t0, 1)
         rates = ", ".join(f"{k} {v['pass_rate']}" for k, v in result["rewards"].items())
         log(f"eval {label}: pass rate {rates} ({result['samples']} samples, {result['seconds']} s)")

@@ -47,7 +47,8 @@ def test_eval_side_by_side(run_dirs, tiny_model, digit_doc, write_recipe, tmp_pa
     digit_doc["output_dir"] = str(tmp_path / "runs" / "digit")
     recipe = write_recipe(digit_doc)
     models = [str(tiny_model), str(run_dirs["full"]), str(run_dirs["lora"])]
-    argv = ["eval", str(recipe), *[arg for m in models for arg in ("--model", m)], "eval.samples=2", "eval.max_new_tokens=3"]
+    argv = ["eval", str(recipe), *[arg for m in models for arg in ("--model", m)], "eval.samples=2", "eval.max_new_tokens=3",
+            "training.bf16=false"]  # bf16 is otherwise this machine's choice; tests/test_train_tiny.py covers it
     assert cli.main(argv) == 0
     out, err = capsys.readouterr()
     lines = out.splitlines()

@@ -103,3 +103,32 @@ def test_failing_reward_names_itself(tiny_recipe, tmp_path, no_hub, capsys):
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("error: ") and "reward 'boom' raised ValueError: no luck" in err
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "failed"
+
+
+@pytest.mark.parametrize("bf16", [False, True])
+def test_eval_of_the_run_repeats_the_runs_own_eval(bf16, tiny_recipe, tmp_path, no_hub, capsys, monkeypatch):
+    """`grpo-ext eval RECIPE --model RUN` samples with the arithmetic the run used, so it repeats `eval after`."""
+    import torch
+
+    from grpo_ext import cli, evaluate
+
+    autocast = []  # per sampling call, in training's eval and in grpo-ext eval: was bf16 autocast on?
+    generate = evaluate.generate
+
+    def spy(*args, **kwargs):
+        autocast.append(torch.is_autocast_enabled("cpu"))
+        return generate(*args, **kwargs)
+
+    monkeypatch.setattr(evaluate, "generate", spy)
+
+    overrides = [f"training.bf16={str(bf16).lower()}", "training.max_steps=1", "training.save_strategy='no'"]
+    assert train.main([str(tiny_recipe), *overrides]) == 0
+    run = tmp_path / "run"
+    after = json.loads((run / "summary.json").read_text())["eval_after"]
+    assert cli.main(["eval", str(tiny_recipe), "--model", str(run), "--out", str(tmp_path / "eval"), *overrides]) == 0
+    result = json.loads((tmp_path / "eval" / "eval.json").read_text())
+    assert result["bf16"] is bf16 and (", bf16 autocast" in capsys.readouterr().out) is bf16
+    assert autocast == [bf16] * 3  # eval before, eval after, grpo-ext eval
+    scores = result["models"][str(run)]
+    assert scores["examples"] == after["examples"]
+    assert scores["rewards"] == after["rewards"]

@@ -1,0 +1,50 @@
+"""benchmarks/seeds.py: argument parsing, and one tiny sweep end to end (two seeds, one candidate)."""
+
+import argparse
+import importlib.util
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from tests.test_recipe import ROOT
+
+spec = importlib.util.spec_from_file_location("bench_seeds", ROOT / "benchmarks" / "seeds.py")
+seeds = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(seeds)
+
+
+def test_seed_list():
+    assert seeds.seed_list("0-3") == [0, 1, 2, 3]
+    assert seeds.seed_list("0,3,5-6") == [0, 3, 5, 6]
+    assert seeds.seed_list("7") == [7]
+
+
+def test_candidate():
+    assert seeds.candidate("t1.2: training.temperature=1.2 seed=3") == ("t1.2", ["training.temperature=1.2", "seed=3"])
+    assert seeds.candidate("q: \"training.save_strategy='no'\"") == ("q", ["training.save_strategy='no'"])
+    for bad in ("training.temperature=1.2", "label:", ": x=1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="LABEL: key=value"):
+            seeds.candidate(bad)
+
+
+def test_tiny_sweep(tiny_model, digit_doc, tmp_path):
+    digit_doc["model"]["name"] = str(tiny_model)
+    digit_doc["training"].update(max_steps=1, per_device_train_batch_size=4, num_generations=4, max_completion_length=2)
+    digit_doc["data"]["eval_prompts"] = digit_doc["data"]["eval_prompts"][:1]
+    digit_doc["eval"]["samples"] = 2
+    recipe = tmp_path / "tiny.yaml"
+    recipe.write_text(yaml.safe_dump(digit_doc))
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "seeds.py"), "--recipe", str(recipe), "--seeds", "0-1",
+                           "--candidate", "two: training.max_steps=2", "--solved", "0.0"],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    runs = [line.split()[:3] for line in lines if line.startswith("seed ")]
+    assert runs == [["seed", "0", "shipped"], ["seed", "0", "two"], ["seed", "1", "two"], ["seed", "1", "shipped"]]
+    assert any(line.startswith("shipped ") and "solved 2/2 seeds" in line for line in lines)  # --solved 0: every run counts
+    assert any(line.startswith("two ") and "[training.max_steps=2]" in line for line in lines)
+    assert [line for line in lines if "2 steps" in line and line.startswith("seed ")] == [
+        line for line in lines if line.startswith("seed ") and " two " in line]
+    assert lines[-1].startswith("ratio two/shipped: seeds solved 1.00, wall ")

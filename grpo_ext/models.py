@@ -37,8 +37,12 @@ def quantization_config(model_cfg: dict):
 
     if quant == "8bit":
         return BitsAndBytesConfig(load_in_8bit=True)
-    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=True,
-                              bnb_4bit_compute_dtype=hardware.compute_dtype())
+    return BitsAndBytesConfig(
+        load_in_4bit=True,
+        bnb_4bit_quant_type="nf4",
+        bnb_4bit_use_double_quant=True,
+        bnb_4bit_compute_dtype=hardware.compute_dtype(),
+    )
 
 
 def load(model_cfg: dict, base_dir: Path, log=print):
@@ -55,8 +59,10 @@ def load(model_cfg: dict, base_dir: Path, log=print):
     quantization = quantization_config(model_cfg)
     placement = {}
     if quantization:
-        placement = {"quantization_config": quantization,
-                     "device_map": hardware.quantized_device_map(launch.state().local_process_index)}
+        placement = {
+            "quantization_config": quantization,
+            "device_map": hardware.quantized_device_map(launch.state().local_process_index),
+        }
     dtype = compat.dtype_kwargs(hardware.weights_dtype(model_cfg.get("dtype", "auto")))
     try:
         tokenizer = AutoTokenizer.from_pretrained(where, **opts)
@@ -90,19 +96,16 @@ def adapter_base(adapter_dir: Path, recorded: str | None = None) -> str:
 
 
 def has_adapter(weights: Path) -> bool:
+    """Whether ``weights`` holds a LoRA adapter (peft's adapter_config.json) rather than a full model."""
     return (weights / "adapter_config.json").is_file()
 
 
-def load_trained(weights: Path, model_cfg: dict, log=print):
-    """(model, tokenizer, description) of trained weights: a full checkpoint, or a LoRA adapter on its base.
+def load_adapter(weights: Path, model_cfg: dict, log=print):
+    """(model, tokenizer, description) of a trained LoRA adapter on its base, unmerged, as during training.
 
-    ``weights`` is a run's ``final/`` (or any folder ``save_pretrained`` wrote); ``model_cfg`` is the run's
-    ``model:`` section, whose dtype and quantization the base is loaded with, as in training.
+    ``weights`` is a run's ``final/``; ``model_cfg`` is the run's ``model:`` section, whose dtype and
+    quantization the base is loaded with.
     """
-    if not has_adapter(weights):
-        model, tokenizer, _ = load({**model_cfg, "name": str(weights.resolve()), "revision": None,
-                                    "quantization": None, "lora": None}, Path.cwd(), log)
-        return model, tokenizer, f"trained weights {weights}"
     from peft import PeftModel
 
     base_cfg = {**model_cfg, "name": adapter_base(weights, model_cfg.get("name"))}

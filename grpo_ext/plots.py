@@ -1,4 +1,4 @@
-"""``curves.png``: a run's training curves, drawn from ``metrics.jsonl`` without a display.
+"""``curves.png``: a run's training curves, drawn from ``metrics.jsonl`` records (``rundir.read_metrics``) without a display.
 
 Six panels against the optimizer step: the weighted reward (with its spread across the batch), each
 reward function's mean, KL to the reference model, completion length, policy entropy, and the two
@@ -7,24 +7,10 @@ objective). A metric the installed TRL does not log (KL with ``beta: 0``, for ex
 that says so instead of an empty plot.
 """
 
-import json
 import re
 from pathlib import Path
 
 _REWARD_FN = re.compile(r"^rewards/(?P<name>.+?)(?:/mean)?$")
-
-
-def read_metrics(path: Path) -> list[dict]:
-    """The records of a ``metrics.jsonl`` file, skipping any line cut short by an interrupted run."""
-    if not path.exists():
-        return []
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            continue
-    return [r for r in records if isinstance(r, dict) and "step" in r]
 
 
 def series(records: list[dict], key: str) -> tuple[list[int], list[float]]:
@@ -57,7 +43,7 @@ def _plot(ax, records: list[dict], key: str, label: str, few: bool, **style) -> 
 
 
 def _band(ax, records: list[dict], low_key: str, high_key: str, color: str, label: str) -> None:
-    lows, highs = dict(zip(*series(records, low_key))), dict(zip(*series(records, high_key)))
+    lows, highs = dict(zip(*series(records, low_key), strict=True)), dict(zip(*series(records, high_key), strict=True))
     steps = [s for s in lows if s in highs]
     if steps:
         ax.fill_between(steps, [lows[s] for s in steps], [highs[s] for s in steps], color=color, alpha=0.2, label=label)
@@ -89,10 +75,16 @@ def figure(records: list[dict], title: str = "", beta: float | None = None):
     ax.set_title("reward (weighted sum)")
     if _plot(ax, records, "reward", "mean", few, color="C0"):
         steps, means = series(records, "reward")
-        stds = dict(zip(*series(records, "reward_std")))
+        stds = dict(zip(*series(records, "reward_std"), strict=True))
         if stds:
-            ax.fill_between(steps, [m - stds.get(s, 0) for s, m in zip(steps, means)],
-                            [m + stds.get(s, 0) for s, m in zip(steps, means)], color="C0", alpha=0.2, label="± std")
+            ax.fill_between(
+                steps,
+                [m - stds.get(s, 0) for s, m in zip(steps, means, strict=True)],
+                [m + stds.get(s, 0) for s, m in zip(steps, means, strict=True)],
+                color="C0",
+                alpha=0.2,
+                label="± std",
+            )
         ax.legend(loc="best", fontsize=8)
     else:
         _not_logged(ax, "no reward logged")

@@ -6,14 +6,15 @@ holds GRPOConfig keys under TRL's own names; ``compat`` checks and translates th
 """
 
 import copy
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from grpo_ext import adapters, catalog, compat
+from grpo_ext import adapters, catalog, compat, generators, model_source, rewards, trackers
+from grpo_ext.base import coerce, describe_kinds, kind_of, resolve_path, suggest
 from grpo_ext.errors import RecipeError
+from grpo_ext.rewards.guard import ON_ERROR
 
 MAX_RECIPE_BYTES = 1_000_000
 
@@ -33,18 +34,37 @@ class Spec:
 SCHEMA: dict[str, dict[str, Spec]] = {
     "model": {
         "name": Spec(("str",), required=True, doc="catalog alias, hub id, local directory or .gguf file"),
-        "dtype": Spec(("str",), "auto", ("auto", "float32", "bfloat16", "float16"), doc="weights dtype; auto: float32 on CPU, bf16 on a GPU that has it"),
+        "dtype": Spec(
+            ("str",),
+            "auto",
+            ("auto", "float32", "bfloat16", "float16"),
+            doc="weights dtype; auto: float32 on CPU, bf16 on a GPU that has it",
+        ),
         "trust_remote_code": Spec(("bool",), False, doc="run model code from the hub repository (off unless you trust it)"),
         "revision": Spec(("str", "null"), None, doc="hub branch, tag or commit"),
-        "lora": Spec(("dict", "bool", "null"), None, doc="peft LoraConfig keys (r, lora_alpha, target_modules, ...); true: r=16, alpha=32, all-linear"),
-        "quantization": Spec(("str", "null"), None, ("4bit", "8bit", None), doc="load the base in 4-bit NF4 (QLoRA) or 8-bit with bitsandbytes; needs lora"),
+        "lora": Spec(
+            ("dict", "bool", "null"),
+            None,
+            doc="peft LoraConfig keys (r, lora_alpha, target_modules, ...); true: r=16, alpha=32, all-linear",
+        ),
+        "quantization": Spec(
+            ("str", "null"),
+            None,
+            ("4bit", "8bit", None),
+            doc="load the base in 4-bit NF4 (QLoRA) or 8-bit with bitsandbytes; needs lora",
+        ),
     },
     "data": {
         "prompts": Spec(("list", "null"), None, doc="training prompts, one string each"),
         "file": Spec(("str", "null"), None, doc=".jsonl, .json or .csv file with a prompt column (relative to the recipe)"),
         "prompt_column": Spec(("str",), "prompt", doc="column of `file` holding the prompt text"),
         "system_prompt": Spec(("str", "null"), None, doc="system message put before every prompt in chat format"),
-        "chat": Spec(("str", "bool"), "auto", ("auto", True, False), doc="format prompts as chat messages; auto: when the tokenizer has a chat template"),
+        "chat": Spec(
+            ("str", "bool"),
+            "auto",
+            ("auto", True, False),
+            doc="format prompts as chat messages; auto: when the tokenizer has a chat template",
+        ),
         "eval_prompts": Spec(("list", "null"), None, doc="held-out prompts scored before and after training"),
         "source": Spec(("str", "null"), None, doc="a built-in generator of prompts with answers: arith"),
         "source_args": Spec(("dict",), {}, doc="keyword arguments for the generator"),
@@ -66,8 +86,10 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "name": Spec(("str",), required=True, doc="registry name, module:function, file.py:function or entry point"),
         "weight": Spec(("float",), 1.0, doc="weight in the summed reward (TRL reward_weights)"),
         "args": Spec(("dict",), {}, doc="keyword arguments for a reward factory"),
-        "on_error": Spec(("str",), "fail", ("fail", "skip"), doc="a raising reward: fail stops the run; skip scores that sample None"),
-        "timeout": Spec(("float", "null"), 120.0, minimum=0.1, doc="seconds one call may take before the run stops; null: no limit"),
+        "on_error": Spec(("str",), "fail", ON_ERROR, doc="a raising reward: fail stops the run; skip scores that sample None"),
+        "timeout": Spec(
+            ("float", "null"), 120.0, minimum=0.1, doc="seconds one call may take before the run stops; null: no limit"
+        ),
     },
 }
 
@@ -82,38 +104,6 @@ TOP_LEVEL: dict[str, Spec] = {
     "resume": Spec(("bool", "str"), False, (False, True, "auto")),
 }
 
-_KIND_OF = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict", type(None): "null"}
-
-
-def kind_of(value) -> str:
-    return _KIND_OF.get(type(value), type(value).__name__)
-
-
-def coerce(value, kinds: tuple[str, ...] | list[str]):
-    """Return (value, ok). An int is a valid float; YAML reads ``1e-5`` as a string, so a numeric
-    string is converted where a float is expected."""
-    kind = kind_of(value)
-    if "any" in kinds or kind in kinds:
-        return value, True
-    if "float" in kinds and kind == "int":
-        return value, True
-    if "float" in kinds and kind == "str":
-        try:
-            return float(value), True
-        except ValueError:
-            return value, False
-    return value, False
-
-
-def describe_kinds(kinds) -> str:
-    names = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false", "list": "a list", "dict": "a mapping", "null": "null"}
-    return " or ".join(names.get(k, k) for k in kinds)
-
-
-def suggest(name: str, options) -> str:
-    hint = difflib.get_close_matches(name, list(options), n=1, cutoff=0.6)
-    return f"; did you mean {hint[0]!r}?" if hint else f"; valid keys: {', '.join(sorted(options))}"
-
 
 @dataclass
 class Recipe:
@@ -123,7 +113,12 @@ class Recipe:
     path: Path | None
     base_dir: Path
     given: dict = field(default_factory=dict)  # the recipe as written, after overrides
-    reward_funcs: list = field(default_factory=list)  # rewards[i] built, in order
+    reward_funcs: list = field(default_factory=list)  # rewards[i] built and guarded, in order, named uniquely
+
+    @property
+    def weights(self) -> list[float]:
+        """rewards[i].weight, in order: TRL's reward_weights."""
+        return [entry["weight"] for entry in self.data["rewards"]]
 
     def __getitem__(self, key):
         return self.data[key]
@@ -160,7 +155,9 @@ def read_yaml(path: Path) -> dict:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         raise RecipeError(f"YAML syntax error at {where}{problem}", str(path)) from None
     if not isinstance(doc, dict):
-        raise RecipeError(f"a recipe is a mapping of sections (model, data, rewards, training, ...), not {kind_of(doc)}", str(path))
+        raise RecipeError(
+            f"a recipe is a mapping of sections (model, data, rewards, training, ...), not {kind_of(doc)}", str(path)
+        )
     return doc
 
 
@@ -185,17 +182,20 @@ def apply_overrides(doc: dict, overrides: list[str]) -> dict:
         for depth, key in enumerate(keys[:-1]):
             if isinstance(node, list):
                 key = int(key) if key.isdigit() else key
-            nxt = node[key] if isinstance(node, list) and isinstance(key, int) and key < len(node) else (
-                node.get(key) if isinstance(node, dict) else None)
+            nxt = (
+                node[key]
+                if isinstance(node, list) and isinstance(key, int) and key < len(node)
+                else (node.get(key) if isinstance(node, dict) else None)
+            )
             if nxt is None:
                 if not isinstance(node, dict):
                     size = f" (the list has {len(node)} items)" if isinstance(node, list) else ""
-                    raise RecipeError(f"override {text!r}: {'.'.join(map(str, keys[:depth + 1]))} does not exist{size}")
+                    raise RecipeError(f"override {text!r}: {'.'.join(map(str, keys[: depth + 1]))} does not exist{size}")
                 nxt = node[key] = {}
             if keys[0] == "rewards" and depth == 1 and isinstance(nxt, str):
                 nxt = node[key] = {"name": nxt}  # a reward given by bare name gains a mapping to override
             if not isinstance(nxt, (dict, list)):
-                raise RecipeError(f"override {text!r}: {'.'.join(map(str, keys[:depth + 1]))} is {kind_of(nxt)}, not a section")
+                raise RecipeError(f"override {text!r}: {'.'.join(map(str, keys[: depth + 1]))} is {kind_of(nxt)}, not a section")
             node = nxt
         last = keys[-1]
         if isinstance(node, list):
@@ -260,8 +260,52 @@ def _check_rewards(value: list, problems: list[str]) -> list[dict]:
     return out
 
 
+def _check_data(d: dict, eval_enabled: bool, base_dir: Path, problems: list[str]) -> None:
+    """Where the prompts come from: exactly one source, files that exist, held-out prompts when eval is on."""
+    _check_prompts(d.get("prompts"), "data.prompts", problems)
+    _check_prompts(d.get("eval_prompts"), "data.eval_prompts", problems)
+    given = [k for k in ("prompts", "file", "source", "hub") if d.get(k) is not None]
+    if len(given) > 1:
+        problems.append(f"data: {' and '.join(given)} are all given; keep one source of training prompts")
+    if not given and all(k in d for k in ("prompts", "file", "source", "hub")):  # each passed its own check
+        problems.append(
+            "data: give prompts (a list of strings), file (a .jsonl/.json/.csv with a prompt column), "
+            "source (a generator: arith) or hub (a dataset id)"
+        )
+    if d.get("file") is not None:
+        file = resolve_path(d["file"], base_dir)
+        if not file.is_file():
+            problems.append(f"data.file: {str(file)!r} does not exist; paths are relative to the recipe's folder")
+        elif file.suffix not in (".jsonl", ".json", ".csv"):
+            problems.append(f"data.file: {file.suffix or 'no extension'} is not supported; use .jsonl, .json or .csv")
+    if d.get("source") is not None:
+        problems.extend(generators.check_source(d["source"], d.get("source_args", {})))
+    if isinstance(d.get("hub"), str) and d["hub"].count("/") != 1:
+        problems.append(f"data.hub: {d['hub']!r} is not a dataset id; give org/name, e.g. openai/gsm8k")
+    held_out = d.get("source") is not None or (d.get("hub") is not None and d.get("eval_split") is not None)
+    if eval_enabled and d.get("eval_prompts") is None and not held_out:
+        problems.append("data.eval_prompts: missing; give held-out prompts, or set eval.enabled: false")
+
+
+def _build_rewards(entries: list[dict], base_dir: Path, problems: list[str]) -> list:
+    """Each reward built from its name and args, then guarded under a unique metric name."""
+    built = []
+    for i, entry in enumerate(entries):
+        if set(SCHEMA["reward"]) - set(entry):  # one of its keys failed its own check
+            continue
+        try:
+            built.append(rewards.build(entry["name"], entry["args"], base_dir, f"rewards[{i}]"))
+        except RecipeError as exc:
+            problems.extend(exc.problems)
+    return rewards.guard_all(entries, built) if len(built) == len(entries) else []
+
+
 def validate(doc: dict, path: Path | None = None) -> Recipe:
-    """Check a recipe mapping; return a Recipe or raise RecipeError listing every problem."""
+    """Check a recipe mapping; return a Recipe or raise RecipeError listing every problem.
+
+    Every rule a run depends on is here, so ``grpo-ext validate``, ``--dry-run`` and training accept
+    and refuse the same recipes.
+    """
     problems: list[str] = []
     source = str(path) if path else None
     base_dir = path.parent if path else Path.cwd()
@@ -279,59 +323,15 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         "seed": top["seed"],
         "resume": top["resume"],
     }
-
-    d = data["data"]
-    _check_prompts(d.get("prompts"), "data.prompts", problems)
-    _check_prompts(d.get("eval_prompts"), "data.eval_prompts", problems)
-    given = [k for k in ("prompts", "file", "source", "hub") if d.get(k) is not None]
-    if len(given) > 1:
-        problems.append(f"data: {' and '.join(given)} are all given; keep one source of training prompts")
-    if "prompts" in d and "file" in d:
-        if not given:
-            problems.append("data: give prompts (a list of strings), file (a .jsonl/.json/.csv with a prompt column), "
-                            "source (a generator: arith) or hub (a dataset id)")
-        elif d["file"] is not None:
-            file = Path(d["file"]).expanduser()
-            file = file if file.is_absolute() else base_dir / file
-            if not file.is_file():
-                problems.append(f"data.file: {str(file)!r} does not exist; paths are relative to the recipe's folder")
-            elif file.suffix not in (".jsonl", ".json", ".csv"):
-                problems.append(f"data.file: {file.suffix or 'no extension'} is not supported; use .jsonl, .json or .csv")
-    if d.get("source") is not None:
-        from grpo_ext import sources
-
-        problems.extend(sources.check_source(d["source"], d.get("source_args", {})))
-    if isinstance(d.get("hub"), str) and d["hub"].count("/") != 1:
-        problems.append(f"data.hub: {d['hub']!r} is not a dataset id; give org/name, e.g. openai/gsm8k")
-    held_out = d.get("source") is not None or (d.get("hub") is not None and d.get("eval_split") is not None)
-    if data["eval"].get("enabled") and d.get("eval_prompts") is None and not held_out:
-        problems.append("data.eval_prompts: missing; give held-out prompts, or set eval.enabled: false")
-
-    name = data["model"].get("name")
-    if isinstance(name, str) and name not in catalog.MODELS:
-        looks_local = name.startswith((".", "/", "~")) or name.endswith(".gguf")
-        local = Path(name).expanduser()
-        local = local if local.is_absolute() else base_dir / local
-        if looks_local and not local.exists():
-            problems.append(f"model.name: {str(local)!r} does not exist; give a catalog alias ({', '.join(catalog.MODELS)}), a hub id or a local path")
-        elif not looks_local and name.count("/") != 1:
-            problems.append(f"model.name: {name!r} is not a catalog alias, a hub id (org/name) or a local path{suggest(name, catalog.MODELS)}")
-
+    _check_data(data["data"], bool(data["eval"].get("enabled")), base_dir, problems)
+    if isinstance(data["model"].get("name"), str):
+        problems.extend(model_source.check(data["model"]["name"], base_dir))
+    if "reward_weights" in data["training"]:
+        problems.append("training.reward_weights: set each reward's weight in rewards[i].weight instead")
     problems.extend(compat.check_training(data["training"]))
-    from grpo_ext.trackers import check_report_to
-
-    problems.extend(check_report_to(data["training"]))
+    problems.extend(trackers.check_report_to(data["training"]))
     problems.extend(adapters.check(data["model"], data["training"]))
-
-    from grpo_ext import rewards
-
-    built = []
-    for i, entry in enumerate(data["rewards"]):
-        if "name" in entry and "args" in entry:
-            try:
-                built.append(rewards.build(entry["name"], entry["args"], base_dir, f"rewards[{i}]"))
-            except RecipeError as exc:
-                problems.extend(exc.problems)
+    built = _build_rewards(data["rewards"], base_dir, problems)
     if problems:
         raise RecipeError(problems, source)
     return Recipe(data=data, path=path, base_dir=base_dir, given=doc, reward_funcs=built)

@@ -46,8 +46,10 @@ def lock(run_dir: Path) -> None:
     except BlockingIOError:
         holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
         os.close(fd)
-        raise RecipeError(f"output_dir: {run_dir} is in use by another run (pid {holder}); wait for it to finish, "
-                          f"or choose another: output_dir=runs/new") from None
+        raise RecipeError(
+            f"output_dir: {run_dir} is in use by another run (pid {holder}); wait for it to finish, "
+            f"or choose another: output_dir=runs/new"
+        ) from None
     os.ftruncate(fd, 0)
     os.write(fd, f"{os.getpid()}\n".encode())
     _held[run_dir] = fd
@@ -96,10 +98,15 @@ def prepare(output_dir: str, *, overwrite: bool, resume: bool) -> Prepared:
     if summary.get("status") == "completed" or not resume:
         release(run_dir)
         last = last_complete_checkpoint(run_dir)
-        how = "" if summary.get("status") == "completed" else (
-            f", --resume to continue it (it stopped; last complete checkpoint: {last.name if last else 'none'})")
-        raise RecipeError(f"output_dir: {run_dir} already holds a run; pass --overwrite to replace it{how}, "
-                          f"or choose another: output_dir=runs/new")
+        how = (
+            ""
+            if summary.get("status") == "completed"
+            else (f", --resume to continue it (it stopped; last complete checkpoint: {last.name if last else 'none'})")
+        )
+        raise RecipeError(
+            f"output_dir: {run_dir} already holds a run; pass --overwrite to replace it{how}, "
+            f"or choose another: output_dir=runs/new"
+        )
     checkpoint = last_complete_checkpoint(run_dir)
     for stale in checkpoints(run_dir):
         if not is_complete(stale):
@@ -120,8 +127,11 @@ def checkpoints(run_dir: Path) -> list[Path]:
 
 def write_manifest(checkpoint: Path) -> None:
     """Record every file of a just-saved checkpoint and its size; written last, atomically."""
-    files = {str(p.relative_to(checkpoint)): p.stat().st_size for p in sorted(checkpoint.rglob("*"))
-             if p.is_file() and p.name != MANIFEST}
+    files = {
+        str(p.relative_to(checkpoint)): p.stat().st_size
+        for p in sorted(checkpoint.rglob("*"))
+        if p.is_file() and p.name != MANIFEST
+    }
     tmp = checkpoint / (MANIFEST + ".tmp")
     tmp.write_text(json.dumps({"files": files}), encoding="utf-8")
     tmp.replace(checkpoint / MANIFEST)

@@ -1,11 +1,51 @@
 """Score a model on held-out prompts: sample N completions per prompt, score them with the rewards.
 
 Completions are handed to the rewards exactly as TRL hands them during training (message lists for
-chat prompts, strings otherwise), so an eval score means the same as a training reward.
+chat prompts, strings otherwise), so an eval score means the same as a training reward. The sampling
+settings of an eval (temperature, completion length, samples, precision) are worked out in one place,
+:func:`settings`, for the run's own eval, ``grpo-ext eval`` and ``grpo-ext merge``'s check alike.
 """
 
 import contextlib
+import dataclasses
 import statistics
+
+from grpo_ext import compat
+from grpo_ext.recipe import Recipe
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """How an eval samples and judges: ``samples`` completions per prompt, up to ``max_new_tokens`` each."""
+
+    samples: int
+    max_new_tokens: int
+    temperature: float
+    batch_size: int
+    pass_threshold: float
+    seed: int
+    bf16: bool = False  # sample under bf16 autocast, the arithmetic training uses when its bf16 is on
+
+
+def settings(recipe: Recipe, bf16: bool) -> Settings:
+    """The eval settings of a recipe: the ``eval:`` section, falling back to training's sampling values."""
+    cfg, training = recipe["eval"], recipe["training"]
+    temperature = cfg["temperature"] if cfg["temperature"] is not None else compat.effective(training, "temperature")
+    max_new = cfg["max_new_tokens"] or compat.effective(training, "max_completion_length")
+    return Settings(
+        samples=cfg["samples"],
+        max_new_tokens=max_new,
+        temperature=temperature,
+        batch_size=cfg["batch_size"],
+        pass_threshold=cfg["pass_threshold"],
+        seed=recipe["seed"],
+        bf16=bf16,
+    )
+
+
+def greedy(s: Settings) -> Settings:
+    """The same settings, one greedy answer per prompt (for comparing two models' answers exactly)."""
+    return dataclasses.replace(s, samples=1, temperature=0.0)
 
 
 def _prompt_texts(tokenizer, prompts: list) -> list[str]:
@@ -14,38 +54,48 @@ def _prompt_texts(tokenizer, prompts: list) -> list[str]:
     return list(prompts)
 
 
-def generate(model, tokenizer, prompts: list, *, samples: int, max_new_tokens: int, temperature: float,
-             batch_size: int, seed: int) -> list[list[str]]:
-    """``samples`` completions for each prompt (a list per prompt)."""
+def generate(model, tokenizer, prompts: list, s: Settings) -> list[list[str]]:
+    """``s.samples`` completions for each prompt (a list per prompt)."""
     import torch
 
-    torch.manual_seed(seed)
+    torch.manual_seed(s.seed)
+    samples, temperature = s.samples, s.temperature
     texts = _prompt_texts(tokenizer, prompts)
-    per_batch = max(1, batch_size // samples)
+    per_batch = max(1, s.batch_size // samples)
     out: list[list[str]] = []
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     try:
         for start in range(0, len(texts), per_batch):
-            chunk = texts[start:start + per_batch]
-            enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False, return_token_type_ids=False).to(device)
+            chunk = texts[start : start + per_batch]
+            enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False, return_token_type_ids=False).to(
+                device
+            )
             sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
             with torch.no_grad():
-                ids = model.generate(**enc, max_new_tokens=max_new_tokens, num_return_sequences=samples,
-                                     pad_token_id=tokenizer.pad_token_id, top_k=0, top_p=1.0, **sampling)
-            decoded = tokenizer.batch_decode(ids[:, enc["input_ids"].shape[1]:], skip_special_tokens=True)
-            out.extend(decoded[i * samples:(i + 1) * samples] for i in range(len(chunk)))
+                ids = model.generate(
+                    **enc,
+                    max_new_tokens=s.max_new_tokens,
+                    num_return_sequences=samples,
+                    pad_token_id=tokenizer.pad_token_id,
+                    top_k=0,
+                    top_p=1.0,
+                    **sampling,
+                )
+            decoded = tokenizer.batch_decode(ids[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+            out.extend(decoded[i * samples : (i + 1) * samples] for i in range(len(chunk)))
     finally:
         model.train(was_training)
     return out
 
 
-def score(rows: list[dict], completions: list[list[str]], reward_funcs: list, *, chat: bool,
-          pass_threshold: float, tokenizer=None) -> dict:
+def score(
+    rows: list[dict], completions: list[list[str]], reward_funcs: list, *, chat: bool, pass_threshold: float, tokenizer=None
+) -> dict:
     """Per reward: mean score and pass rate (share of samples scoring ≥ pass_threshold)."""
     flat_prompts, flat_completions, extra = [], [], {}
-    for row, comps in zip(rows, completions):
+    for row, comps in zip(rows, completions, strict=True):
         for text in comps:
             flat_prompts.append(row["prompt"])
             flat_completions.append([{"role": "assistant", "content": text}] if chat else text)
@@ -66,19 +116,16 @@ def score(rows: list[dict], completions: list[list[str]], reward_funcs: list, *,
         result["mean_length"] = round(statistics.fmean(lengths), 2) if lengths else 0.0
     result["examples"] = [
         {"prompt": row["prompt"] if isinstance(row["prompt"], str) else row["prompt"][-1]["content"], "completions": comps[:3]}
-        for row, comps in zip(rows[:3], completions[:3])
+        for row, comps in zip(rows[:3], completions[:3], strict=True)
     ]
     return result
 
 
-def evaluate(model, tokenizer, rows: list[dict], reward_funcs: list, eval_cfg: dict, *, chat: bool,
-             temperature: float, max_new_tokens: int, seed: int, bf16: bool = False) -> dict:
-    """Sample and score; ``bf16`` samples under bf16 autocast, the arithmetic training uses when its bf16 is on."""
+def evaluate(model, tokenizer, rows: list[dict], reward_funcs: list, s: Settings, *, chat: bool) -> dict:
+    """Sample ``s.samples`` completions per row (under bf16 autocast when ``s.bf16``) and score them with the rewards."""
     import torch
 
-    precision = torch.autocast(model.device.type, dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    precision = torch.autocast(model.device.type, dtype=torch.bfloat16) if s.bf16 else contextlib.nullcontext()
     with precision:
-        completions = generate(model, tokenizer, [r["prompt"] for r in rows], samples=eval_cfg["samples"],
-                               max_new_tokens=max_new_tokens, temperature=temperature,
-                               batch_size=eval_cfg["batch_size"], seed=seed)
-    return score(rows, completions, reward_funcs, chat=chat, pass_threshold=eval_cfg["pass_threshold"], tokenizer=tokenizer)
+        completions = generate(model, tokenizer, [r["prompt"] for r in rows], s)
+    return score(rows, completions, reward_funcs, chat=chat, pass_threshold=s.pass_threshold, tokenizer=tokenizer)

@@ -14,8 +14,12 @@ CHAT_TEMPLATE = (
 )
 
 CORPUS = [
-    "Reply with only one digit from 0 to 9.", "0 1 2 3 4 5 6 7 8 9", "The answer is 42. #### 42",
-    "<think>short</think><answer>7</answer>", "What is 3 + 4? Seven. 7", "abcdefghijklmnopqrstuvwxyz",
+    "Reply with only one digit from 0 to 9.",
+    "0 1 2 3 4 5 6 7 8 9",
+    "The answer is 42. #### 42",
+    "<think>short</think><answer>7</answer>",
+    "What is 3 + 4? Seven. 7",
+    "abcdefghijklmnopqrstuvwxyz",
     "ABCDEFGHIJKLMNOPQRSTUVWXYZ .,:;!?()[]{}<>/\\|-_+=*&^%$#@~'\"",
 ]
 
@@ -31,16 +35,28 @@ def build(path: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2)
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(CORPUS * 4, trainers.BpeTrainer(vocab_size=400, special_tokens=specials,
-                                                            initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<|pad|>", eos_token="<|end|>",
-                                        model_input_names=["input_ids", "attention_mask"])  # as Llama tokenizers
+    tok.train_from_iterator(
+        CORPUS * 4,
+        trainers.BpeTrainer(vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()),
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=tok, pad_token="<|pad|>", eos_token="<|end|>", model_input_names=["input_ids", "attention_mask"]
+    )  # as Llama tokenizers
     tokenizer.chat_template = CHAT_TEMPLATE
     torch.manual_seed(seed)
-    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=hidden * 2,
-                         num_hidden_layers=layers, num_attention_heads=2, num_key_value_heads=2,
-                         max_position_embeddings=256, pad_token_id=tokenizer.pad_token_id,
-                         eos_token_id=tokenizer.eos_token_id, bos_token_id=None, tie_word_embeddings=True)
+    config = LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden,
+        intermediate_size=hidden * 2,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
+        tie_word_embeddings=True,
+    )
     model = LlamaForCausalLM(config)
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id

@@ -6,7 +6,7 @@ missing service a recipe error (one line naming the fix) instead of a traceback 
 
 import importlib.util
 
-from grpo_ext.recipe import suggest
+from grpo_ext.base import suggest
 
 # report_to name → (modules that provide it, package to install). Names are transformers' integrations.
 SERVICES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -49,6 +49,7 @@ def check_report_to(training: dict) -> list[str]:
         if name not in SERVICES:
             problems.append(f"training.report_to: unknown service {name!r}{suggest(name, [*SERVICES, *SPECIAL])}")
         elif not installed(name):
-            problems.append(f"training.report_to: {name} is not installed; run: pip install {SERVICES[name][1]}, "
-                            f"or drop it from report_to")
+            problems.append(
+                f"training.report_to: {name} is not installed; run: pip install {SERVICES[name][1]}, or drop it from report_to"
+            )
     return problems

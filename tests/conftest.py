@@ -50,11 +50,11 @@ def copy_tree(src: Path, dst: Path) -> Path:
 
 def train_shipped(recipe: str, run_dir: Path, reward: str) -> tuple[float, float, dict]:
     """Train a shipped recipe for real into ``run_dir``: (eval pass rate of ``reward`` before, after, summary)."""
-    from grpo_ext import train
+    import grpo_ext
 
     t0 = time.monotonic()
-    assert train.main([str(ROOT / "recipes" / f"{recipe}.yaml"), f"output_dir={run_dir}"]) == 0
-    summary = json.loads((run_dir / "summary.json").read_text())
+    summary = grpo_ext.train(ROOT / "recipes" / f"{recipe}.yaml", [f"output_dir={run_dir}"])
+    assert summary == json.loads((run_dir / "summary.json").read_text())
     before, after = (summary[key]["rewards"][reward]["pass_rate"] for key in ("eval_before", "eval_after"))
     print(f"{recipe}: pass rate of {reward} {before} -> {after}, {time.monotonic() - t0:.0f} s wall")
     return before, after, summary

@@ -8,7 +8,8 @@ import sys
 import pytest
 import yaml
 
-from grpo_ext import adapters, cli, merge, train
+from grpo_ext import adapters, cli, models
+from grpo_ext.verbs import merge
 from tests.test_recipe import ROOT, mutate
 
 BAD = [
@@ -27,7 +28,7 @@ BAD = [
 @pytest.mark.parametrize("path,value,expected", BAD, ids=[f"{b[0]}:{str(b[1])[:16]}" for b in BAD])
 def test_bad_model_section_exits_2(path, value, expected, digit_doc, write_recipe, tmp_path, capsys):
     digit_doc["output_dir"] = str(tmp_path / "run")
-    assert train.main([str(write_recipe(mutate(digit_doc, path, value)))]) == 2
+    assert cli.main(["train", str(write_recipe(mutate(digit_doc, path, value)))]) == 2
     err = capsys.readouterr().err
     assert expected in err and "Traceback" not in err
     assert not (tmp_path / "run").exists()
@@ -53,7 +54,10 @@ SETTINGS = [
     (None, None),  # no adapter: full fine-tuning
     (False, None),
     (True, adapters.LORA_DEFAULTS),  # true: the defaults
-    ({"r": 4, "target_modules": ["q_proj", "v_proj"]}, {**adapters.LORA_DEFAULTS, "r": 4, "target_modules": ["q_proj", "v_proj"]}),
+    (
+        {"r": 4, "target_modules": ["q_proj", "v_proj"]},
+        {**adapters.LORA_DEFAULTS, "r": 4, "target_modules": ["q_proj", "v_proj"]},
+    ),
 ]
 
 
@@ -71,8 +75,10 @@ def test_lora_keys_read_without_import_match_peft():
 
 def test_lora_recipe_validates_without_torch(digit_doc, write_recipe):
     file = write_recipe(mutate(mutate(digit_doc, "model.lora", {"r": 8, "lora_alpha": 16}), "model.quantization", "4bit"))
-    code = ("import sys; from grpo_ext import recipe; r = recipe.load(sys.argv[1]); "
-            "assert not {'torch', 'peft', 'bitsandbytes'} & set(sys.modules), 'heavy import'; print(r['model']['lora']['r'])")
+    code = (
+        "import sys; from grpo_ext import recipe; r = recipe.load(sys.argv[1]); "
+        "assert not {'torch', 'peft', 'bitsandbytes'} & set(sys.modules), 'heavy import'; print(r['model']['lora']['r'])"
+    )
     proc = subprocess.run([sys.executable, "-c", code, str(file)], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0 and proc.stdout.strip() == "8", proc.stderr
 
@@ -88,13 +94,19 @@ def tiny64(tmp_path_factory):
 def train_tiny(tiny64, digit_doc, tmp_path, quantization):
     doc = mutate(mutate(digit_doc, "model.lora", {"r": 8, "lora_alpha": 16}), "model.quantization", quantization)
     doc["model"]["name"] = str(tiny64)
-    doc["training"].update(max_steps=3, per_device_train_batch_size=4, num_generations=4, max_completion_length=6,
-                           learning_rate=0.05, save_strategy="no")
+    doc["training"].update(
+        max_steps=3,
+        per_device_train_batch_size=4,
+        num_generations=4,
+        max_completion_length=6,
+        learning_rate=0.05,
+        save_strategy="no",
+    )
     doc["eval"]["enabled"] = False
     doc["output_dir"] = str(tmp_path / "run")
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(doc))
-    assert train.main([str(path)]) == 0
+    assert cli.main(["train", str(path)]) == 0
     return tmp_path / "run"
 
 
@@ -122,7 +134,7 @@ def test_merge_reproduces_trained_answers(quantization, tiny64, digit_doc, tmp_p
 
     # Independently: the trained model (base + adapter) and the merged checkpoint answer alike.
     recipe = merge.read_run(run)
-    trained, tokenizer = adapters.load_trained(run, recipe["model"], recipe.base_dir, log=lambda _m: None)
+    trained, tokenizer, _ = models.load_adapter(run / "final", recipe["model"], log=lambda _m: None)
     merged = AutoModelForCausalLM.from_pretrained(tmp_path / "merged")
     assert not hasattr(merged.config, "quantization_config")
     tok = AutoTokenizer.from_pretrained(tmp_path / "merged")
@@ -153,30 +165,33 @@ def test_merge_refuses_runs_without_adapter(holds, expected, tmp_path, digit_doc
 
 HUB_RECIPES = [
     # (shipped recipe, training line of the dry run)
-    ("qwen2.5-0.5b-digit-zh", "training: full fine-tuning"),  # the walkthrough's settings
+    ("digit-zh", "training: full fine-tuning"),  # the tutorial's Chinese prompts
     ("gsm8k/qwen2.5-1.5b-qlora", "training: LoRA r=16 alpha=32 on all-linear over a 4bit base"),
 ]
 
 
 @pytest.mark.parametrize("name,expected", HUB_RECIPES)
 def test_hub_recipes_dry_run_offline(name, expected, no_hub, capsys):
-    assert train.main([name, "--dry-run"]) == 0
+    assert cli.main(["train", name, "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert expected in out and "Hugging Face hub id 'Qwen/" in out
 
 
-@pytest.mark.parametrize("recipe_name,missing,expected", [
-    # (shipped recipe, package this environment lacks, the one line that names the fix)
-    ("digit-qlora", "bitsandbytes", "model.quantization: 4bit needs bitsandbytes; run: pip install 'grpo_ext[quant]'"),
-    ("digit-lora", "peft", "model.lora: peft is not installed; run: pip install peft"),
-])
+@pytest.mark.parametrize(
+    "recipe_name,missing,expected",
+    [
+        # (shipped recipe, package this environment lacks, the one line that names the fix)
+        ("digit-qlora", "bitsandbytes", "model.quantization: 4bit needs bitsandbytes; run: pip install 'grpo_ext[quant]'"),
+        ("digit-lora", "peft", "model.lora: peft is not installed; run: pip install peft"),
+    ],
+)
 def test_missing_package_is_noted_by_dry_run_and_refused_by_a_run(recipe_name, missing, expected, monkeypatch, tmp_path, capsys):
     import importlib.util
 
     real = importlib.util.find_spec
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == missing else real(name, *a))
-    assert train.main([recipe_name, "--dry-run"]) == 0
+    assert cli.main(["train", recipe_name, "--dry-run"]) == 0
     assert f"note: {expected}" in capsys.readouterr().out
-    assert train.main([recipe_name, f"output_dir={tmp_path / 'run'}"]) == 2
+    assert cli.main(["train", recipe_name, f"output_dir={tmp_path / 'run'}"]) == 2
     assert expected in capsys.readouterr().err
     assert not (tmp_path / "run").exists()

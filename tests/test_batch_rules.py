@@ -2,7 +2,7 @@
 
 import pytest
 
-from grpo_ext import compat
+from grpo_ext import compat, trainer
 
 BASE = {"num_generations": 4, "per_device_train_batch_size": 8, "max_steps": 2, "max_completion_length": 8}
 
@@ -11,14 +11,28 @@ CASES = [
     ({"num_generations": 3}, "8 completions x 1 steps per generation = 8, not divisible by num_generations=3", True),
     ({"num_generations": 1}, "training.num_generations: GRPO compares completions within a group", True),
     ({"num_generations": None}, "training.num_generations: GRPO compares completions within a group", True),
-    ({"gradient_accumulation_steps": 3, "num_generations": 6, "per_device_train_batch_size": 4},  # 12 % 6 == 0: fine
-     None, False),
+    (
+        {"gradient_accumulation_steps": 3, "num_generations": 6, "per_device_train_batch_size": 4},  # 12 % 6 == 0: fine
+        None,
+        False,
+    ),
     ({"steps_per_generation": 3, "num_generations": 6, "per_device_train_batch_size": 4}, None, False),
     ({"steps_per_generation": 3, "num_generations": 16}, "8 completions x 3 steps per generation = 24, not divisible", True),
-    ({"generation_batch_size": 12}, "training.generation_batch_size: 12 is not a multiple of per_device_train_batch_size=8", True),
-    ({"generation_batch_size": 16, "num_generations": 3, "per_device_train_batch_size": 8},
-     "training.generation_batch_size: 16 is not divisible by num_generations=3", True),
-    ({"generation_batch_size": 16, "steps_per_generation": 2}, "set generation_batch_size or steps_per_generation, not both", True),
+    (
+        {"generation_batch_size": 12},
+        "training.generation_batch_size: 12 is not a multiple of per_device_train_batch_size=8",
+        True,
+    ),
+    (
+        {"generation_batch_size": 16, "num_generations": 3, "per_device_train_batch_size": 8},
+        "training.generation_batch_size: 16 is not divisible by num_generations=3",
+        True,
+    ),
+    (
+        {"generation_batch_size": 16, "steps_per_generation": 2},
+        "set generation_batch_size or steps_per_generation, not both",
+        True,
+    ),
     ({"per_device_train_batch_size": 0}, "training.per_device_train_batch_size: must be at least 1, got 0", False),
     ({"gradient_accumulation_steps": 0}, "training.gradient_accumulation_steps: must be at least 1, got 0", False),
     ({"max_completion_length": 0}, "training.max_completion_length: must be at least 1, got 0", False),
@@ -26,10 +40,16 @@ CASES = [
     ({"num_iterations": 0}, "training.num_iterations: must be at least 1, got 0", False),
     # grpo_ext passes TRL no eval dataset: TRL's Trainer would refuse it after loading the model
     ({"eval_strategy": "steps", "eval_steps": 1}, "training.eval_strategy: 'steps' needs an eval dataset", False),
-    ({"eval_strategy": "steps", "eval_steps": 1, "per_device_eval_batch_size": 6},  # and TRL's eval batch rule
-     "training.per_device_eval_batch_size: 6 is not divisible by the eval group size 4", True),
-    ({"eval_strategy": "steps", "eval_steps": 1, "num_generations_eval": 3},
-     "per_device_eval_batch_size: 8 is not divisible by the eval group size 3", True),
+    (
+        {"eval_strategy": "steps", "eval_steps": 1, "per_device_eval_batch_size": 6},  # and TRL's eval batch rule
+        "training.per_device_eval_batch_size: 6 is not divisible by the eval group size 4",
+        True,
+    ),
+    (
+        {"eval_strategy": "steps", "eval_steps": 1, "num_generations_eval": 3},
+        "per_device_eval_batch_size: 8 is not divisible by the eval group size 3",
+        True,
+    ),
     ({"eval_strategy": "sometimes"}, "training.eval_strategy: 'sometimes' is not one of 'no', 'steps', 'epoch'", True),
     ({"save_strategy": "often"}, "training.save_strategy: 'often' is not one of", True),
     ({"save_steps": 0}, "training.save_steps: must be positive with save_strategy: steps, got 0", False),
@@ -47,10 +67,17 @@ CASES = [
     ({"auto_find_batch_size": True}, "training.auto_find_batch_size: GRPO needs whole groups", True),
     ({"sync_ref_model": True, "beta": 0.0}, "training.sync_ref_model: there is no reference model when beta is 0", False),
     ({"log_completions_hub_repo": "me/completions"}, "training.log_completions_hub_repo: needs log_completions: true", True),
-    ({"vllm_importance_sampling_clip_min": 3.0, "vllm_importance_sampling_clip_max": 2.0},
-     "training.vllm_importance_sampling_clip_min: 3.0 must be below vllm_importance_sampling_clip_max=2.0", True),
+    (
+        {"vllm_importance_sampling_clip_min": 3.0, "vllm_importance_sampling_clip_max": 2.0},
+        "training.vllm_importance_sampling_clip_min: 3.0 must be below vllm_importance_sampling_clip_max=2.0",
+        True,
+    ),
     ({"save_strategy": "best"}, "training.save_strategy: 'best' and load_best_model_at_end need TRL's evaluation", False),
-    ({"lr_scheduler_type": "reduce_lr_on_plateau"}, "training.lr_scheduler_type: 'reduce_lr_on_plateau' needs TRL's evaluation", True),
+    (
+        {"lr_scheduler_type": "reduce_lr_on_plateau"},
+        "training.lr_scheduler_type: 'reduce_lr_on_plateau' needs TRL's evaluation",
+        True,
+    ),
     ({"dataloader_prefetch_factor": 2}, "training.dataloader_prefetch_factor: needs dataloader_num_workers above 0", True),
 ]
 
@@ -65,14 +92,17 @@ def test_shape_rule(settings, expected, trl_refuses):
         assert all(p.startswith("training.") and "\n" not in p for p in problems)
 
 
-@pytest.mark.parametrize("settings,expected,trl_refuses", [c for c in CASES if c[2] or c[1] is None],
-                         ids=[str(c[0])[:50] for c in CASES if c[2] or c[1] is None])
+@pytest.mark.parametrize(
+    "settings,expected,trl_refuses",
+    [c for c in CASES if c[2] or c[1] is None],
+    ids=[str(c[0])[:50] for c in CASES if c[2] or c[1] is None],
+)
 def test_trl_agrees(settings, expected, trl_refuses, tmp_path):
     """Where TRL's own GRPOConfig decides, it refuses exactly what the rules refuse (one process, CPU)."""
     kwargs, _, _ = compat.translate({**BASE, **settings})
     kwargs.update(output_dir=str(tmp_path), use_cpu=True)
     if trl_refuses:
         with pytest.raises((ValueError, TypeError)):
-            compat.make_config(kwargs)
+            trainer.make_config(kwargs)
     else:
-        compat.make_config(kwargs)
+        trainer.make_config(kwargs)

@@ -36,9 +36,25 @@ def test_tiny_sweep(tiny_model, digit_doc, tmp_path):
     digit_doc["eval"]["samples"] = 2
     recipe = tmp_path / "tiny.yaml"
     recipe.write_text(yaml.safe_dump(digit_doc))
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "seeds.py"), "--recipe", str(recipe), "--seeds", "0-1",
-                           "--candidate", "two: training.max_steps=2", "--solved", "0.0"],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "seeds.py"),
+            "--recipe",
+            str(recipe),
+            "--seeds",
+            "0-1",
+            "--candidate",
+            "two: training.max_steps=2",
+            "--solved",
+            "0.0",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
     runs = [line.split()[:3] for line in lines if line.startswith("seed ")]
@@ -46,5 +62,6 @@ def test_tiny_sweep(tiny_model, digit_doc, tmp_path):
     assert any(line.startswith("shipped ") and "solved 2/2 seeds" in line for line in lines)  # --solved 0: every run counts
     assert any(line.startswith("two ") and "[training.max_steps=2]" in line for line in lines)
     assert [line for line in lines if "2 steps" in line and line.startswith("seed ")] == [
-        line for line in lines if line.startswith("seed ") and " two " in line]
+        line for line in lines if line.startswith("seed ") and " two " in line
+    ]
     assert lines[-1].startswith("ratio two/shipped: seeds solved 1.00, wall ")

@@ -5,7 +5,7 @@ import re
 import pytest
 import yaml
 
-from grpo_ext import catalog, cli, train
+from grpo_ext import catalog, cli
 
 
 def test_ls_lists_recipes_rewards_and_models(capsys):
@@ -25,13 +25,16 @@ def run_cli(argv: list[str]) -> int:
         return exc.code
 
 
-@pytest.mark.parametrize("argv, code, message", [
-    (["cp", "digt", "x.yaml"], 2, "error: no shipped recipe named 'digt'; did you mean 'digit'?"),  # typo in the name
-    ([], 2, "usage: grpo-ext"),  # no verb: the help, not a bare error
-    (["ls", "extra"], 2, "unrecognized arguments: extra"),  # a verb that takes no overrides
-    (["eval", "digit", "--model", "m", "--modle", "x"], 2, "unrecognized arguments: --modle x"),  # a misspelt option
-    (["validate", "missing.yaml"], 2, "error: recipe file 'missing.yaml' does not exist"),
-])
+@pytest.mark.parametrize(
+    "argv, code, message",
+    [
+        (["cp", "digt", "x.yaml"], 2, "error: no shipped recipe named 'digt'; did you mean 'digit'?"),  # typo in the name
+        ([], 2, "usage: grpo-ext"),  # no verb: the help, not a bare error
+        (["ls", "extra"], 2, "unrecognized arguments: extra"),  # a verb that takes no overrides
+        (["eval", "digit", "--model", "m", "--modle", "x"], 2, "unrecognized arguments: --modle x"),  # a misspelt option
+        (["validate", "missing.yaml"], 2, "error: recipe file 'missing.yaml' does not exist"),
+    ],
+)
 def test_cli_errors(argv, code, message, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     assert run_cli(argv) == code
@@ -54,7 +57,7 @@ def test_cp_then_edit_validate_train(tiny_model, tmp_path, monkeypatch, capsys, 
     (tmp_path / "my.yaml").write_text(text.replace("per_device_train_batch_size: 16", "per_device_train_batch_size: 8"))
     assert cli.main(["validate", "my.yaml"]) == 0
     assert capsys.readouterr().out == "my.yaml: ok\n"
-    assert train.main(["my.yaml"]) == 0
+    assert cli.main(["train", "my.yaml"]) == 0
     assert {"curves.png", "report.md", "summary.json"} <= {p.name for p in (tmp_path / "runs" / "mine").iterdir()}
 
 
@@ -95,16 +98,19 @@ def test_shipped_recipe_header(name):
     assert yaml.safe_load(path.read_text())["output_dir"]
 
 
-@pytest.mark.parametrize("argv", [
-    ["digit", "seed=1", "--overwrite", "training.max_steps=2"],
-    ["digit", "--overwrite", "seed=1", "training.max_steps=2"],
-    ["--overwrite", "digit", "seed=1", "training.max_steps=2"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["digit", "seed=1", "--overwrite", "training.max_steps=2"],
+        ["digit", "--overwrite", "seed=1", "training.max_steps=2"],
+        ["--overwrite", "digit", "seed=1", "training.max_steps=2"],
+    ],
+)
 def test_train_overrides_before_and_after_flags(argv):
-    opts = train.parse_args(argv)
+    opts = cli.parse_args(["train", *argv])
     assert (opts.recipe, opts.overrides, opts.overwrite) == ("digit", ["seed=1", "training.max_steps=2"], True)
 
 
 def test_train_dry_run_with_override_after_flag(capsys):
-    assert train.main(["digit", "--dry-run", "training.max_steps=3"]) == 0
+    assert cli.main(["train", "digit", "--dry-run", "training.max_steps=3"]) == 0
     assert re.search(r"^  max_steps +3 +recipe", capsys.readouterr().out, re.MULTILINE)

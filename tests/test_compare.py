@@ -6,7 +6,8 @@ import shutil
 import pytest
 import yaml
 
-from grpo_ext import cli, compare
+from grpo_ext import cli, report
+from grpo_ext.verbs import evaluate as compare
 
 
 @pytest.fixture
@@ -18,8 +19,10 @@ def run_dirs(tmp_path, tiny_model):
     full = tmp_path / "full"
     shutil.copytree(tiny_model, full / "final")
     lora = tmp_path / "lora"
-    model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model),
-                           LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False))
+    model = get_peft_model(
+        AutoModelForCausalLM.from_pretrained(tiny_model),
+        LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"], init_lora_weights=False),
+    )
     model.save_pretrained(lora / "final")
     (lora / "recipe.yaml").write_text(yaml.safe_dump({"model": {"name": str(tiny_model), "dtype": "float32"}}))
     return {"full": full, "lora": lora}
@@ -47,19 +50,25 @@ def test_eval_side_by_side(run_dirs, tiny_model, digit_doc, write_recipe, tmp_pa
     digit_doc["output_dir"] = str(tmp_path / "runs" / "digit")
     recipe = write_recipe(digit_doc)
     models = [str(tiny_model), str(run_dirs["full"]), str(run_dirs["lora"])]
-    argv = ["eval", str(recipe), *[arg for m in models for arg in ("--model", m)], "eval.samples=2", "eval.max_new_tokens=3",
-            "training.bf16=false"]  # bf16 is otherwise this machine's choice; tests/test_train_tiny.py covers it
+    argv = [
+        "eval",
+        str(recipe),
+        *[arg for m in models for arg in ("--model", m)],
+        "eval.samples=2",
+        "eval.max_new_tokens=3",
+        "training.bf16=false",
+    ]  # bf16 is otherwise this machine's choice; tests/test_train_tiny.py covers it
     assert cli.main(argv) == 0
     out, err = capsys.readouterr()
     lines = out.splitlines()
-    assert lines[0] == ("eval: 3 held-out eval prompts x 2 samples, temperature 1.0, "
-                        "a sample passes when it scores at least 1.0")
+    assert lines[0] == ("eval: 3 held-out eval prompts x 2 samples, temperature 1.0, a sample passes when it scores at least 1.0")
     assert all(m in lines[1] for m in models)
     assert lines[3].split()[0] == "digit_exact" and len(lines[3].split()) == 1 + 2 * len(models)
     assert lines[5].startswith("mean length (tokens)")
     assert "samples (2 per model for the first 3 prompts):" in out
-    evals = [line.removeprefix("grpo_ext: eval ").split(": ")[0] for line in err.splitlines()
-             if line.startswith("grpo_ext: eval ")]
+    evals = [
+        line.removeprefix("grpo_ext: eval ").split(": ")[0] for line in err.splitlines() if line.startswith("grpo_ext: eval ")
+    ]
     assert evals == models
 
     result = json.loads((tmp_path / "runs" / "eval-digit" / "eval.json").read_text())
@@ -74,9 +83,12 @@ def test_eval_side_by_side(run_dirs, tiny_model, digit_doc, write_recipe, tmp_pa
     assert "| digit_exact |" in md and "## Sample completions" in md
 
 
-@pytest.mark.parametrize("model, code, message", [
-    ("no/such-model", 1, "--model no/such-model: no such file or directory, and not loadable as a hub id"),  # typo'd path
-])
+@pytest.mark.parametrize(
+    "model, code, message",
+    [
+        ("no/such-model", 1, "--model no/such-model: no such file or directory, and not loadable as a hub id"),  # typo'd path
+    ],
+)
 def test_eval_model_not_found(model, code, message, digit_doc, write_recipe, tmp_path, capsys, no_hub):
     digit_doc["output_dir"] = str(tmp_path / "runs" / "digit")
     assert cli.main(["eval", str(write_recipe(digit_doc)), "--model", model]) == code
@@ -94,8 +106,12 @@ def test_eval_bad_recipe_writes_nothing(digit_doc, write_recipe, tmp_path, capsy
 
 
 def test_table_with_a_reward_that_judged_nothing():
-    result = {"models": {"a": {"rewards": {"r": {"mean": 0.5, "pass_rate": 0.25}}, "mean_length": 3.0},
-                         "b": {"rewards": {"r": {"mean": None, "pass_rate": None}}, "mean_length": 1.0}}}
-    rows = [line.split() for line in compare.table(result)]
+    result = {
+        "models": {
+            "a": {"rewards": {"r": {"mean": 0.5, "pass_rate": 0.25}}, "mean_length": 3.0},
+            "b": {"rewards": {"r": {"mean": None, "pass_rate": None}}, "mean_length": 1.0},
+        }
+    }
+    rows = [line.split() for line in report.score_table(result["models"])]
     assert rows[2] == ["r", "0.500", "0.250", "-", "-"]
     assert rows[3] == ["mean", "length", "(tokens)", "3.0", "1.0"]

@@ -8,7 +8,7 @@ import pytest
 import yaml
 from packaging.version import Version
 
-from grpo_ext import compat, train
+from grpo_ext import cli, compat, hardware, trainer
 from grpo_ext.errors import RunError
 from grpo_ext.rewards.guard import Guarded
 
@@ -17,31 +17,50 @@ OLD = {"max_prompt_length", "use_liger_loss", "vllm_guided_decoding_regex", "use
 NEW = {"use_liger_kernel", "vllm_structured_outputs_regex", "scale_rewards", "beta", "warmup_steps", "use_cpu"}
 
 
-@pytest.mark.parametrize("version,present,key,value,out_key,out_value,passed", [
-    # the seed's max_prompt_length: passed where TRL has it, dropped (with a reason) where it was removed
-    ("0.27.0", OLD, "max_prompt_length", 256, "max_prompt_length", 256, None),
-    ("1.16.0", NEW, "max_prompt_length", 256, None, None, "dropped: prompts are no longer truncated"),
-    # scale_rewards moved from a bool to a string in 0.22
-    ("1.16.0", NEW, "scale_rewards", True, "scale_rewards", "group", "passed as \"group\""),
-    ("1.16.0", NEW, "scale_rewards", False, "scale_rewards", "none", "passed as \"none\""),
-    ("0.21.0", OLD, "scale_rewards", "group", "scale_rewards", True, "passed as true"),
-    ("0.21.0", OLD, "scale_rewards", "none", "scale_rewards", False, "passed as false"),
-    ("1.16.0", NEW, "scale_rewards", "batch", "scale_rewards", "batch", None),
-    # renamed keys, both directions, decided by which name the installed GRPOConfig has
-    ("1.16.0", NEW, "use_liger_loss", True, "use_liger_kernel", True, "passed as use_liger_kernel=true"),
-    ("0.24.0", OLD, "use_liger_loss", True, "use_liger_loss", True, None),
-    ("1.16.0", NEW, "vllm_guided_decoding_regex", "\\d", "vllm_structured_outputs_regex", "\\d", "passed as vllm_structured_outputs_regex"),
-    ("0.26.0", OLD, "vllm_structured_outputs_regex", "\\d", "vllm_guided_decoding_regex", "\\d", "passed as vllm_guided_decoding_regex"),
-    # transformers 5 folded warmup_ratio into warmup_steps (a float below 1 is a ratio)
-    ("1.16.0", NEW, "warmup_ratio", 0.1, "warmup_steps", 0.1, "passed as warmup_steps=0.1"),
-    # dapo arrived in 0.22; older TRL gets bnpo, the same loss with one process and one step
-    ("0.19.1", OLD, "loss_type", "dapo", "loss_type", "bnpo", "passed as \"bnpo\""),
-    ("0.22.0", OLD, "loss_type", "dapo", "loss_type", "dapo", None),
-    # a newer key at the value older versions behave as: dropped (announced) where missing, passed where present
-    ("0.19.1", OLD, "use_bias_correction_kl", False, None, None, "dropped: TRL before 0.26"),
-    ("1.16.0", NEW | {"use_bias_correction_kl"}, "use_bias_correction_kl", False, "use_bias_correction_kl", False, None),
-    ("1.16.0", NEW, "beta", 0.04, "beta", 0.04, None),  # passed through
-])
+@pytest.mark.parametrize(
+    "version,present,key,value,out_key,out_value,passed",
+    [
+        # the seed's max_prompt_length: passed where TRL has it, dropped (with a reason) where it was removed
+        ("0.27.0", OLD, "max_prompt_length", 256, "max_prompt_length", 256, None),
+        ("1.16.0", NEW, "max_prompt_length", 256, None, None, "dropped: prompts are no longer truncated"),
+        # scale_rewards moved from a bool to a string in 0.22
+        ("1.16.0", NEW, "scale_rewards", True, "scale_rewards", "group", 'passed as "group"'),
+        ("1.16.0", NEW, "scale_rewards", False, "scale_rewards", "none", 'passed as "none"'),
+        ("0.21.0", OLD, "scale_rewards", "group", "scale_rewards", True, "passed as true"),
+        ("0.21.0", OLD, "scale_rewards", "none", "scale_rewards", False, "passed as false"),
+        ("1.16.0", NEW, "scale_rewards", "batch", "scale_rewards", "batch", None),
+        # renamed keys, both directions, decided by which name the installed GRPOConfig has
+        ("1.16.0", NEW, "use_liger_loss", True, "use_liger_kernel", True, "passed as use_liger_kernel=true"),
+        ("0.24.0", OLD, "use_liger_loss", True, "use_liger_loss", True, None),
+        (
+            "1.16.0",
+            NEW,
+            "vllm_guided_decoding_regex",
+            "\\d",
+            "vllm_structured_outputs_regex",
+            "\\d",
+            "passed as vllm_structured_outputs_regex",
+        ),
+        (
+            "0.26.0",
+            OLD,
+            "vllm_structured_outputs_regex",
+            "\\d",
+            "vllm_guided_decoding_regex",
+            "\\d",
+            "passed as vllm_guided_decoding_regex",
+        ),
+        # transformers 5 folded warmup_ratio into warmup_steps (a float below 1 is a ratio)
+        ("1.16.0", NEW, "warmup_ratio", 0.1, "warmup_steps", 0.1, "passed as warmup_steps=0.1"),
+        # dapo arrived in 0.22; older TRL gets bnpo, the same loss with one process and one step
+        ("0.19.1", OLD, "loss_type", "dapo", "loss_type", "bnpo", 'passed as "bnpo"'),
+        ("0.22.0", OLD, "loss_type", "dapo", "loss_type", "dapo", None),
+        # a newer key at the value older versions behave as: dropped (announced) where missing, passed where present
+        ("0.19.1", OLD, "use_bias_correction_kl", False, None, None, "dropped: TRL before 0.26"),
+        ("1.16.0", NEW | {"use_bias_correction_kl"}, "use_bias_correction_kl", False, "use_bias_correction_kl", False, None),
+        ("1.16.0", NEW, "beta", 0.04, "beta", 0.04, None),  # passed through
+    ],
+)
 def test_translate(version, present, key, value, out_key, out_value, passed):
     kwargs, notes, how = compat.translate({key: value}, Version(version), present)
     if out_key is None:
@@ -55,18 +74,21 @@ def test_translate(version, present, key, value, out_key, out_value, passed):
         assert len(notes) == 1 and key in notes[0] and "\n" not in notes[0]  # announced once, in one line
 
 
-@pytest.mark.parametrize("version,training,expected", [
-    ("0.19.0", {"importance_sampling_level": "sequence"}, "needs trl>=0.20"),  # only newer TRL has the key
-    ("0.25.0", {"log_multimodal": True}, "needs trl>=1.9 (installed 0.25.0)"),  # likewise, far newer
-    ("0.25.0", {"use_bias_correction_kl": True}, "needs trl>=0.26"),  # a newer key at a value older TRL cannot mean
-    ("0.21.0", {"scale_rewards": "batch"}, "'batch' needs trl>=0.22"),  # only newer TRL has the value
-    ("0.27.0", {"loss_type": "luspo"}, "'luspo' needs trl>=0.28"),
-    ("1.16.0", {"scale_rewards": "sometimes"}, "expected 'group', 'batch', 'none'"),
-    ("1.16.0", {"not_a_key": 1}, "unknown GRPOConfig key"),  # in no version
-    ("1.16.0", {"max_complection_length": 8}, "did you mean 'max_completion_length'?"),
-    ("1.16.0", {"vllm_device": "cuda:1"}, "removed in trl 0.18"),
-    ("0.18.0", {}, "older than grpo_ext supports; run: pip install -U 'trl>=0.19'"),
-])
+@pytest.mark.parametrize(
+    "version,training,expected",
+    [
+        ("0.19.0", {"importance_sampling_level": "sequence"}, "needs trl>=0.20"),  # only newer TRL has the key
+        ("0.25.0", {"log_multimodal": True}, "needs trl>=1.9 (installed 0.25.0)"),  # likewise, far newer
+        ("0.25.0", {"use_bias_correction_kl": True}, "needs trl>=0.26"),  # a newer key at a value older TRL cannot mean
+        ("0.21.0", {"scale_rewards": "batch"}, "'batch' needs trl>=0.22"),  # only newer TRL has the value
+        ("0.27.0", {"loss_type": "luspo"}, "'luspo' needs trl>=0.28"),
+        ("1.16.0", {"scale_rewards": "sometimes"}, "expected 'group', 'batch', 'none'"),
+        ("1.16.0", {"not_a_key": 1}, "unknown GRPOConfig key"),  # in no version
+        ("1.16.0", {"max_complection_length": 8}, "did you mean 'max_completion_length'?"),
+        ("1.16.0", {"vllm_device": "cuda:1"}, "removed in trl 0.18"),
+        ("0.18.0", {}, "older than grpo_ext supports; run: pip install -U 'trl>=0.19'"),
+    ],
+)
 def test_check_training_refuses(version, training, expected, monkeypatch):
     monkeypatch.setattr(compat, "trl_version", lambda: Version(version))
     problems = compat.check_training(dict(training), Version(version))
@@ -74,12 +96,18 @@ def test_check_training_refuses(version, training, expected, monkeypatch):
     assert all("\n" not in p for p in problems)
 
 
-@pytest.mark.parametrize("version,training", [
-    ("0.19.1", {"loss_type": "dapo", "scale_rewards": "group", "max_prompt_length": 256}),  # translated on the oldest
-    ("1.16.0", {"loss_type": "dapo", "scale_rewards": True, "max_prompt_length": 256}),  # translated or dropped on the newest
-    ("0.26.0", {"vllm_structured_outputs_regex": "\\d"}, ),  # a new name the older TRL knows by its old name
-    ("0.19.1", {"use_bias_correction_kl": False}),  # a newer key at the value older TRL always behaves as
-])
+@pytest.mark.parametrize(
+    "version,training",
+    [
+        ("0.19.1", {"loss_type": "dapo", "scale_rewards": "group", "max_prompt_length": 256}),  # translated on the oldest
+        ("1.16.0", {"loss_type": "dapo", "scale_rewards": True, "max_prompt_length": 256}),  # translated or dropped on the newest
+        (
+            "0.26.0",
+            {"vllm_structured_outputs_regex": "\\d"},
+        ),  # a new name the older TRL knows by its old name
+        ("0.19.1", {"use_bias_correction_kl": False}),  # a newer key at the value older TRL always behaves as
+    ],
+)
 def test_check_training_accepts(version, training, monkeypatch):
     monkeypatch.setattr(compat, "trl_version", lambda: Version(version))
     assert compat.check_training(dict(training), Version(version)) == []
@@ -116,42 +144,43 @@ def test_field_table_matches_installed_trl():
     assert {f.name for f in dataclasses.fields(GRPOConfig)} == set(table["fields"])
 
 
-@pytest.mark.parametrize("transformers,expected", [
-    ("4.53.3", "torch_dtype"),  # before 4.56 from_pretrained takes torch_dtype
-    ("4.56.0", "dtype"),
-    ("5.24.0", "dtype"),
-])
+@pytest.mark.parametrize(
+    "transformers,expected",
+    [
+        ("4.53.3", "torch_dtype"),  # before 4.56 from_pretrained takes torch_dtype
+        ("4.56.0", "dtype"),
+        ("5.24.0", "dtype"),
+    ],
+)
 def test_dtype_keyword(transformers, expected, monkeypatch):
     monkeypatch.setattr(compat, "transformers_version", lambda: Version(transformers))
     assert list(compat.dtype_kwargs("float32")) == [expected]
 
 
-@pytest.mark.parametrize("version,name,expected", [
-    ("1.7.0", "quantization_config", False),  # GRPOTrainer takes it from 1.8
-    ("1.8.0", "quantization_config", True),
-    ("0.19.1", "peft_config", True),  # in every supported version
-])
-def test_trainer_takes(version, name, expected):
-    assert compat.trainer_takes(name, Version(version)) is expected
-
-
 def strict_reward(completions, solution):
     """A user's reward that names only what it uses (no **kwargs)."""
-    return [float(str(s) in str(c)) for c, s in zip(completions, solution)]
+    return [float(str(s) in str(c)) for c, s in zip(completions, solution, strict=True)]
 
 
 def open_reward(completions, **kwargs):
     return [float(len(kwargs)) for _ in completions]
 
 
-@pytest.mark.parametrize("fn,extra,expected", [
-    # 0.19 passes completion_ids; a strict reward gets only what it names
-    (strict_reward, {"completion_ids": [[1], [2]]}, [1.0, 0.0]),
-    # 0.20 adds trainer_state; 1.0 adds log_extra and log_metric
-    (strict_reward, {"completion_ids": [[1], [2]], "trainer_state": None, "log_extra": print, "log_metric": print}, [1.0, 0.0]),
-    # a reward with **kwargs gets everything (prompts, solution and the version's extras)
-    (open_reward, {"completion_ids": [[1], [2]], "trainer_state": None}, [4.0, 4.0]),
-])
+@pytest.mark.parametrize(
+    "fn,extra,expected",
+    [
+        # 0.19 passes completion_ids; a strict reward gets only what it names
+        (strict_reward, {"completion_ids": [[1], [2]]}, [1.0, 0.0]),
+        # 0.20 adds trainer_state; 1.0 adds log_extra and log_metric
+        (
+            strict_reward,
+            {"completion_ids": [[1], [2]], "trainer_state": None, "log_extra": print, "log_metric": print},
+            [1.0, 0.0],
+        ),
+        # a reward with **kwargs gets everything (prompts, solution and the version's extras)
+        (open_reward, {"completion_ids": [[1], [2]], "trainer_state": None}, [4.0, 4.0]),
+    ],
+)
 @pytest.mark.parametrize("chat", [False, True])
 def test_rewards_take_what_each_version_passes(fn, extra, expected, chat):
     completions = ["7", "x"] if not chat else [[{"role": "assistant", "content": "7"}], [{"role": "assistant", "content": "x"}]]
@@ -159,9 +188,20 @@ def test_rewards_take_what_each_version_passes(fn, extra, expected, chat):
     assert reward(prompts=["p", "p"], completions=completions, solution=["7", "7"], **extra) == expected
 
 
-SEED_TRAINING = {"learning_rate": 5e-6, "beta": 0.04, "max_prompt_length": 256, "max_completion_length": 32,
-                 "num_generations": 4, "temperature": 0.8, "per_device_train_batch_size": 4, "gradient_accumulation_steps": 1,
-                 "num_train_epochs": 1, "logging_steps": 10, "save_strategy": "no", "bf16": False}
+SEED_TRAINING = {
+    "learning_rate": 5e-6,
+    "beta": 0.04,
+    "max_prompt_length": 256,
+    "max_completion_length": 32,
+    "num_generations": 4,
+    "temperature": 0.8,
+    "per_device_train_batch_size": 4,
+    "gradient_accumulation_steps": 1,
+    "num_train_epochs": 1,
+    "logging_steps": 10,
+    "save_strategy": "no",
+    "bf16": False,
+}
 
 
 def test_seed_config_loads_from_a_recipe(tiny_model, digit_doc, tmp_path, no_hub):
@@ -175,35 +215,42 @@ def test_seed_config_loads_from_a_recipe(tiny_model, digit_doc, tmp_path, no_hub
     path = tmp_path / "seed.yaml"
     path.write_text(yaml.safe_dump(doc))
     recipe = load(str(path))
-    funcs, weights = train.build_rewards(recipe)
-    kwargs, notes, passed = train.config_kwargs(recipe, weights, compat.config_fields())
+    kwargs, notes, passed = trainer.config_kwargs(recipe, trainer.config_fields())
     for key in SEED_TRAINING:
         assert sum(f"training.{key}" in n for n in notes) <= 1, notes
     assert set(passed) <= {"max_prompt_length"}
-    config = compat.make_config({**kwargs, "use_cpu": True})
+    config = trainer.make_config({**kwargs, "use_cpu": True})
     assert config.beta == 0.04 and config.num_generations == 4 and config.temperature == 0.8
     assert getattr(config, "max_prompt_length", 256) == 256
     model, tokenizer, _ = models.load(recipe["model"], recipe.base_dir, lambda _msg: None)
     from datasets import Dataset
 
-    trainer = compat.make_trainer(model=model, reward_funcs=funcs, args=config, tokenizer=tokenizer,
-                                  train_dataset=Dataset.from_list([{"prompt": "Say 7."}] * 4))
-    assert trainer.processing_class is tokenizer
+    grpo = trainer.make_trainer(
+        model=model,
+        reward_funcs=recipe.reward_funcs,
+        args=config,
+        tokenizer=tokenizer,
+        train_dataset=Dataset.from_list([{"prompt": "Say 7."}] * 4),
+    )
+    assert grpo.processing_class is tokenizer
 
 
 def test_make_config_refuses_a_key_this_trl_lacks():
     with pytest.raises(RunError, match="has no such GRPOConfig key; remove it"):
-        compat.make_config({"output_dir": "/tmp/grpo_ext_x", "no_such_key_anywhere": 1})
+        trainer.make_config({"output_dir": "/tmp/grpo_ext_x", "no_such_key_anywhere": 1})
 
 
-@pytest.mark.parametrize("version,override,expected", [
-    ("0.25.0", "training.log_multimodal=true", "training.log_multimodal: needs trl>=1.9"),  # only in a newer TRL
-    ("0.21.0", "training.loss_type=cispo", "training.loss_type: 'cispo' needs trl>=0.26"),  # a value only newer TRL has
-    ("1.16.0", "training.log_multimodl=true", "did you mean 'log_multimodal'?"),  # in no TRL version
-])
+@pytest.mark.parametrize(
+    "version,override,expected",
+    [
+        ("0.25.0", "training.log_multimodal=true", "training.log_multimodal: needs trl>=1.9"),  # only in a newer TRL
+        ("0.21.0", "training.loss_type=cispo", "training.loss_type: 'cispo' needs trl>=0.26"),  # a value only newer TRL has
+        ("1.16.0", "training.log_multimodl=true", "did you mean 'log_multimodal'?"),  # in no TRL version
+    ],
+)
 def test_bad_key_exits_2_with_one_line(version, override, expected, monkeypatch, capsys):
     monkeypatch.setattr(compat, "trl_version", lambda: Version(version))
-    assert train.main([str(ROOT / "recipes" / "digit.yaml"), override, "--dry-run"]) == 2
+    assert cli.main(["train", str(ROOT / "recipes" / "digit.yaml"), override, "--dry-run"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ") and expected in err[0], err
 
@@ -211,32 +258,38 @@ def test_bad_key_exits_2_with_one_line(version, override, expected, monkeypatch,
 CPUINFO = "processor\t: 0\nvendor_id\t: GenuineIntel\nflags\t\t: fpu sse2 avx2 {extra}\nbogomips\t: 4000\n"
 
 
-@pytest.mark.parametrize("extra, expected", [
-    ("avx512f avx512_bf16", "avx512_bf16"),
-    ("amx_tile amx_bf16", "amx_bf16"),
-    ("avx512f avx512_vnni", None),     # AVX-512 alone emulates bf16: slower, not chosen
-    ("avx512_bf16x", None),            # whole flags only
-])
+@pytest.mark.parametrize(
+    "extra, expected",
+    [
+        ("avx512f avx512_bf16", "avx512_bf16"),
+        ("amx_tile amx_bf16", "amx_bf16"),
+        ("avx512f avx512_vnni", None),  # AVX-512 alone emulates bf16: slower, not chosen
+        ("avx512_bf16x", None),  # whole flags only
+    ],
+)
 def test_cpu_bf16_reads_the_flags(extra, expected):
-    assert compat.cpu_bf16(CPUINFO.format(extra=extra)) == expected
+    assert hardware.cpu_bf16(CPUINFO.format(extra=extra)) == expected
 
 
 def test_cpu_bf16_without_flags_line_is_none():
-    assert compat.cpu_bf16("Processor\t: AArch64\nFeatures\t: fp asimd\n") is None
+    assert hardware.cpu_bf16("Processor\t: AArch64\nFeatures\t: fp asimd\n") is None
 
 
-@pytest.mark.parametrize("given, cuda, gpu_bf16, cpu_flag, quantized, expected", [
-    ({}, False, False, "avx512_bf16", False, True),     # CPU with native bf16: autocast
-    ({}, False, False, None, False, False),             # CPU without it: float32
-    ({}, False, False, "avx512_bf16", True, False),     # 4-bit on the CPU computes in float32
-    ({}, True, True, None, False, True),
-    ({}, True, False, "avx512_bf16", False, False),     # an old GPU: the CPU flag does not matter
-    ({"bf16": False}, False, False, "avx512_bf16", False, False),  # the recipe decides
-    ({"fp16": True}, True, False, None, False, None),
-])
+@pytest.mark.parametrize(
+    "given, cuda, gpu_bf16, cpu_flag, quantized, expected",
+    [
+        ({}, False, False, "avx512_bf16", False, True),  # CPU with native bf16: autocast
+        ({}, False, False, None, False, False),  # CPU without it: float32
+        ({}, False, False, "avx512_bf16", True, False),  # 4-bit on the CPU computes in float32
+        ({}, True, True, None, False, True),
+        ({}, True, False, "avx512_bf16", False, False),  # an old GPU: the CPU flag does not matter
+        ({"bf16": False}, False, False, "avx512_bf16", False, False),  # the recipe decides
+        ({"fp16": True}, True, False, None, False, None),
+    ],
+)
 def test_hardware_defaults_bf16(given, cuda, gpu_bf16, cpu_flag, quantized, expected):
     kwargs = dict(given)
-    notes = compat.hardware_defaults(kwargs, cuda, gpu_bf16, cpu_flag, quantized)
+    notes = hardware.hardware_defaults(kwargs, cuda, gpu_bf16, cpu_flag, quantized)
     assert kwargs.get("bf16") == expected
     assert kwargs.get("use_cpu", False) is (not cuda)
     if "bf16" not in given and "fp16" not in given:

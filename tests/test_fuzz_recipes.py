@@ -1,8 +1,8 @@
 """Generated bad recipes: every one exits 2 with `error:` lines naming the key path, fast, creating nothing.
 
 Each strategy below breaks the shipped digit recipe in one way (or writes something that is no recipe
-at all) and says which key path the error must name. The bulk runs `train.main()` in-process; a sample
-runs as a real subprocess to hold the 1.5 s bound for a user's whole command.
+at all) and says which key path the error must name. The bulk runs `grpo-ext train` and `grpo-ext validate`
+in-process (they must refuse alike); a sample runs as a real subprocess to hold the 1.5 s bound for a user's whole command.
 """
 
 import contextlib
@@ -19,15 +19,19 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpo_ext import compat, recipe, rewards, shapes, train
+from grpo_ext import batch_rules, cli, compat, recipe, rewards
 
 ROOT = Path(__file__).resolve().parents[1]
 DIGIT = yaml.safe_load((ROOT / "recipes" / "digit.yaml").read_text())
 TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
 NAME = st.text("abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=20)
 VALUES = {
-    "str": TEXT, "int": st.integers(-10**6, 10**6), "float": st.floats(allow_nan=False, allow_infinity=False),
-    "bool": st.booleans(), "null": st.none(), "list": st.lists(st.integers(), max_size=3),
+    "str": TEXT,
+    "int": st.integers(-(10**6), 10**6),
+    "float": st.floats(allow_nan=False, allow_infinity=False),
+    "bool": st.booleans(),
+    "null": st.none(),
+    "list": st.lists(st.integers(), max_size=3),
     "dict": st.dictionaries(NAME, st.integers(), max_size=2),
 }
 
@@ -67,8 +71,14 @@ def where(path: tuple) -> str:
 def unknown_key(draw):
     """An unknown key at any level."""
     section = draw(st.sampled_from(["", "model", "data", "eval", "training", "rewards"]))
-    known = {"": recipe.TOP_LEVEL, "model": recipe.SCHEMA["model"], "data": recipe.SCHEMA["data"], "eval": recipe.SCHEMA["eval"],
-             "training": compat.known_keys() | set(compat.RETIRED) | {"output_dir", "seed"}, "rewards": recipe.SCHEMA["reward"]}[section]
+    known = {
+        "": recipe.TOP_LEVEL,
+        "model": recipe.SCHEMA["model"],
+        "data": recipe.SCHEMA["data"],
+        "eval": recipe.SCHEMA["eval"],
+        "training": compat.known_keys() | set(compat.RETIRED) | {"output_dir", "seed"},
+        "rewards": recipe.SCHEMA["reward"],
+    }[section]
     key = draw(NAME.filter(lambda k: k not in known))
     if section == "":
         return changed((key,), 1), f"{key}: unknown key"
@@ -87,7 +97,9 @@ def wrong_type(draw):
         path = (section, key)
     else:
         table = compat.fields()
-        key = draw(st.sampled_from(sorted(k for k, f in table.items() if "any" not in f["kinds"] and k not in ("output_dir", "seed"))))
+        key = draw(
+            st.sampled_from(sorted(k for k, f in table.items() if "any" not in f["kinds"] and k not in ("output_dir", "seed")))
+        )
         kinds = table[key]["kinds"]
         path = ("training", key)
     return changed(path, draw(wrong_value(kinds))), where(path)
@@ -110,8 +122,9 @@ def bad_reward(draw):
     if kind == "args_kind":
         return changed(("rewards", i), {"name": "digit_exact", "args": draw(wrong_value(("dict",)))}), f"rewards[{i}].args"
     if kind == "on_error":
-        return changed(("rewards", i), {"name": "digit_exact", "on_error": draw(TEXT.filter(lambda t: t not in ("fail", "skip")))}), \
-            f"rewards[{i}].on_error"
+        return changed(
+            ("rewards", i), {"name": "digit_exact", "on_error": draw(TEXT.filter(lambda t: t not in ("fail", "skip")))}
+        ), f"rewards[{i}].on_error"
     if kind == "timeout":
         return changed(("rewards", i), {"name": "digit_exact", "timeout": draw(st.floats(-100, 0.09))}), f"rewards[{i}].timeout"
     if kind == "entry":
@@ -136,7 +149,7 @@ def bad_sizes(draw):
     """Zero or negative sizes, and groups that do not divide the batch."""
     kind = draw(st.sampled_from(["size", "eval", "divide"]))
     if kind == "size":
-        key = draw(st.sampled_from(shapes.POSITIVE_INTS))
+        key = draw(st.sampled_from(batch_rules.POSITIVE_INTS))
         return changed(("training", key), draw(st.integers(-1000, 0))), f"training.{key}: must be at least 1"
     if kind == "eval":
         key = draw(st.sampled_from(["samples", "batch_size", "max_new_tokens"]))
@@ -153,7 +166,9 @@ def bad_override(draw):
     """A valid recipe with a bad `key=value` on the command line."""
     kind = draw(st.sampled_from(["unknown", "shape", "path"]))
     if kind == "unknown":
-        key = draw(NAME.filter(lambda k: k not in compat.known_keys() and k not in compat.RETIRED and k not in ("output_dir", "seed")))
+        key = draw(
+            NAME.filter(lambda k: k not in compat.known_keys() and k not in compat.RETIRED and k not in ("output_dir", "seed"))
+        )
         return copy.deepcopy(DIGIT), f"training.{key}: unknown", [f"training.{key}=1"]
     if kind == "shape":
         return copy.deepcopy(DIGIT), "training.num_generations", [f"training.num_generations={draw(st.integers(-5, 1))}"]
@@ -167,7 +182,9 @@ def not_a_recipe(draw):
     if kind == "syntax":
         lines = yaml.safe_dump(DIGIT, sort_keys=False).splitlines()
         at = draw(st.integers(0, len(lines)))
-        broken = draw(st.sampled_from(["key: [unclosed", "key: {a: 1", '"unterminated: x', "\tindented: with a tab", "- : - :", "&x *y"]))
+        broken = draw(
+            st.sampled_from(["key: [unclosed", "key: {a: 1", '"unterminated: x', "\tindented: with a tab", "- : - :", "&x *y"])
+        )
         return "\n".join(lines[:at] + [broken] + lines[at:]).encode(), "YAML syntax error"
     if kind == "scalar":
         value = draw(st.one_of(VALUES["int"], VALUES["list"], VALUES["bool"], st.none(), NAME))
@@ -184,8 +201,12 @@ def as_case(doc_or_bytes, fragment, overrides=()):
 
 
 BAD_RECIPES = st.one_of(
-    unknown_key().map(lambda c: as_case(*c)), wrong_type().map(lambda c: as_case(*c)), bad_reward().map(lambda c: as_case(*c)),
-    bad_prompts().map(lambda c: as_case(*c)), bad_sizes().map(lambda c: as_case(*c)), bad_override().map(lambda c: as_case(*c)),
+    unknown_key().map(lambda c: as_case(*c)),
+    wrong_type().map(lambda c: as_case(*c)),
+    bad_reward().map(lambda c: as_case(*c)),
+    bad_prompts().map(lambda c: as_case(*c)),
+    bad_sizes().map(lambda c: as_case(*c)),
+    bad_override().map(lambda c: as_case(*c)),
     not_a_recipe().map(lambda c: as_case(*c)),
 )
 
@@ -220,10 +241,14 @@ def test_bad_recipes_exit_2_in_process(case):
         try:
             os.chdir(folder)  # a relative path created by mistake would land here and be seen
             with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
-                rc = train.main([str(path), *overrides])
+                rc = cli.main(["train", str(path), *overrides])
+            checked = io.StringIO()
+            with contextlib.redirect_stderr(checked), contextlib.redirect_stdout(io.StringIO()):
+                validated = cli.main(["validate", str(path), *overrides])
         finally:
             os.chdir(cwd)
         check_refused(rc, err.getvalue(), fragment, folder)
+        assert (validated, checked.getvalue()) == (rc, err.getvalue()), "grpo-ext validate and training disagree"
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -235,8 +260,13 @@ def test_bad_recipes_exit_2_as_a_command_within_1_5_s(case):
         folder = Path(tmp)
         path = write(folder, doc)
         t0 = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "grpo_ext.train", str(path), *overrides], cwd=folder, capture_output=True,
-                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT), "GRPO_EXT_CACHE": str(folder / "cache")})
+        proc = subprocess.run(
+            [sys.executable, "-m", "grpo_ext.train", str(path), *overrides],
+            cwd=folder,
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(ROOT), "GRPO_EXT_CACHE": str(folder / "cache")},
+        )
         elapsed = time.monotonic() - t0
         check_refused(proc.returncode, proc.stderr, fragment, folder)
         assert elapsed <= 1.5, f"{elapsed:.2f} s"

@@ -17,8 +17,17 @@ def test_python_part_runs_on_cpu(tiny_model, digit_doc, tmp_path, no_hub):
     digit_doc["training"].update(per_device_train_batch_size=4, num_generations=4, max_completion_length=4)
     recipe = tmp_path / "tiny.yaml"
     recipe.write_text(yaml.safe_dump(digit_doc))
-    cmd = [sys.executable, str(ROOT / "scripts" / "gpu_check.py"), str(recipe), "--steps", "2", "--device", "cpu",
-           "--out", str(tmp_path / "run")]
+    cmd = [
+        sys.executable,
+        str(ROOT / "scripts" / "gpu_check.py"),
+        str(recipe),
+        "--steps",
+        "2",
+        "--device",
+        "cpu",
+        "--out",
+        str(tmp_path / "run"),
+    ]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     last = proc.stdout.strip().splitlines()[-1]
@@ -30,6 +39,10 @@ def test_cuda_requested_without_gpu_says_so(tiny_model, tmp_path):
 
     if torch.cuda.is_available():
         return  # on a GPU machine the CUDA path is the real check (scripts/gpu_check.sh)
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "digit", "--out", str(tmp_path / "r")],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "gpu_check.py"), "digit", "--out", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     assert proc.returncode == 2 and "no CUDA device; pass --device cpu" in proc.stderr

@@ -26,8 +26,16 @@ def launch(*args: str, env: dict) -> subprocess.CompletedProcess:
 def test_cpu_ddp_two_processes_one_run_directory(tiny_model, tmp_path):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     run = tmp_path / "run"
-    args = ["recipes/digit.yaml", f"model.name={tiny_model}", "training.max_steps=2", "training.per_device_train_batch_size=4",
-            "training.num_generations=4", "training.max_completion_length=4", "eval.samples=2", f"output_dir={run}"]
+    args = [
+        "recipes/digit.yaml",
+        f"model.name={tiny_model}",
+        "training.max_steps=2",
+        "training.per_device_train_batch_size=4",
+        "training.num_generations=4",
+        "training.max_completion_length=4",
+        "eval.samples=2",
+        f"output_dir={run}",
+    ]
     proc = launch(*args, env=env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "terminate called" not in proc.stderr  # each process closes its process group before exiting

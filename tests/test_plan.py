@@ -3,9 +3,10 @@
 import pytest
 import yaml
 
-from grpo_ext import cli, plan
+from grpo_ext import cli
 from grpo_ext.errors import RecipeError
 from grpo_ext.recipe import validate
+from grpo_ext.verbs import plan
 
 SIZES = [
     # (text, bytes)
@@ -37,7 +38,9 @@ def test_shape_matches_the_loaded_model(tiny_model):
     assert shape.params == model.num_parameters()  # tied embeddings counted once
     for targets in ("all-linear", ["q_proj", "v_proj"]):
         settings = {"r": 4, "lora_alpha": 8, "target_modules": targets}
-        peft_model = get_peft_model(AutoModelForCausalLM.from_pretrained(tiny_model), LoraConfig(task_type="CAUSAL_LM", **settings))
+        peft_model = get_peft_model(
+            AutoModelForCausalLM.from_pretrained(tiny_model), LoraConfig(task_type="CAUSAL_LM", **settings)
+        )
         assert plan.lora_params(shape, settings) == sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
 
 

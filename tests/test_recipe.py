@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from grpo_ext import recipe, train
+from grpo_ext import cli, recipe
 from grpo_ext.errors import RecipeError
 
 ROOT = recipe.catalog.PACKAGE_DIR.parent
@@ -60,7 +60,7 @@ def test_bad_recipe_exits_2_with_key_path(path, value, expected, digit_doc, writ
     monkeypatch.chdir(tmp_path)
     digit_doc["output_dir"] = str(tmp_path / "run")
     file = write_recipe(mutate(digit_doc, path, value))
-    assert train.main([str(file)]) == 2
+    assert cli.main(["train", str(file)]) == 2
     err = capsys.readouterr().err
     assert expected in err
     assert all(line.startswith("error: ") for line in err.strip().splitlines())
@@ -75,35 +75,41 @@ def test_all_problems_reported_together(digit_doc, write_recipe):
     assert len(info.value.problems) == 3
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("not: [valid", "YAML syntax error at line"),  # syntax error names the line
-    ("- a list\n- not a mapping", "a recipe is a mapping of sections"),
-    ("", "a recipe is a mapping of sections"),  # empty document
-    ("just text", "a recipe is a mapping of sections"),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("not: [valid", "YAML syntax error at line"),  # syntax error names the line
+        ("- a list\n- not a mapping", "a recipe is a mapping of sections"),
+        ("", "a recipe is a mapping of sections"),  # empty document
+        ("just text", "a recipe is a mapping of sections"),
+    ],
+)
 def test_unreadable_recipe(text, expected, write_recipe, capsys):
-    assert train.main([str(write_recipe(text))]) == 2
+    assert cli.main(["train", str(write_recipe(text))]) == 2
     assert expected in capsys.readouterr().err
 
 
 def test_missing_recipe_file(capsys):
-    assert train.main(["no/such/recipe.yaml"]) == 2
+    assert cli.main(["train", "no/such/recipe.yaml"]) == 2
     assert "recipe file 'no/such/recipe.yaml' does not exist" in capsys.readouterr().err
 
 
 def test_unknown_shipped_name_suggests(capsys):
-    assert train.main(["digits"]) == 2
+    assert cli.main(["train", "digits"]) == 2
     assert "did you mean 'digit'?" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("override,key,expected", [
-    ("training.learning_rate=1e-5", ("training", "learning_rate"), 1e-5),  # YAML's 1e-5 is a string: coerced
-    ("training.max_steps=3", ("training", "max_steps"), 3),
-    ("seed=7", ("seed",), 7),
-    ("data.system_prompt=Be brief.", ("data", "system_prompt"), "Be brief."),
-    ("rewards.1.weight=0.5", ("rewards", 1, "weight"), 0.5),  # list index
-    ("eval.enabled=false", ("eval", "enabled"), False),
-])
+@pytest.mark.parametrize(
+    "override,key,expected",
+    [
+        ("training.learning_rate=1e-5", ("training", "learning_rate"), 1e-5),  # YAML's 1e-5 is a string: coerced
+        ("training.max_steps=3", ("training", "max_steps"), 3),
+        ("seed=7", ("seed",), 7),
+        ("data.system_prompt=Be brief.", ("data", "system_prompt"), "Be brief."),
+        ("rewards.1.weight=0.5", ("rewards", 1, "weight"), 0.5),  # list index
+        ("eval.enabled=false", ("eval", "enabled"), False),
+    ],
+)
 def test_overrides(override, key, expected):
     r = recipe.load(str(ROOT / "recipes" / "digit.yaml"), [override])
     node = r.data
@@ -112,15 +118,18 @@ def test_overrides(override, key, expected):
     assert node == expected
 
 
-@pytest.mark.parametrize("override,expected", [
-    ("training", "must look like section.key=value"),
-    ("=3", "must look like section.key=value"),
-    ("rewards.9.weight=1", "rewards.9 does not exist (the list has 2 items)"),
-    ("seed.x=1", "seed is int, not a section"),
-    ("training.bogus_key=1", "training.bogus_key: unknown GRPOConfig key"),
-])
+@pytest.mark.parametrize(
+    "override,expected",
+    [
+        ("training", "must look like section.key=value"),
+        ("=3", "must look like section.key=value"),
+        ("rewards.9.weight=1", "rewards.9 does not exist (the list has 2 items)"),
+        ("seed.x=1", "seed is int, not a section"),
+        ("training.bogus_key=1", "training.bogus_key: unknown GRPOConfig key"),
+    ],
+)
 def test_bad_overrides(override, expected, capsys):
-    assert train.main(["digit", override, "--dry-run"]) == 2
+    assert cli.main(["train", "digit", override, "--dry-run"]) == 2
     assert expected in capsys.readouterr().err
 
 
@@ -131,15 +140,17 @@ def test_shipped_name_resolves():
 def test_every_shipped_recipe_validates():
     shipped = recipe.catalog.shipped_recipes()
     assert "digit" in shipped
-    for name, path in shipped.items():
+    for path in shipped.values():
         recipe.load(str(path))
 
 
 def test_bad_recipe_is_fast_and_imports_no_torch(digit_doc, write_recipe, tmp_path):
     """The error for a bad recipe comes before torch/trl are imported, well inside 1.5 s."""
     file = write_recipe(mutate(digit_doc, "training.learnin_rate", 1))
-    code = ("import sys; from grpo_ext import train; rc = train.main([sys.argv[1]]); "
-            "assert 'torch' not in sys.modules and 'trl' not in sys.modules, 'heavy import'; sys.exit(rc)")
+    code = (
+        "import sys; from grpo_ext import cli; rc = cli.main(['train', sys.argv[1]]); "
+        "assert 'torch' not in sys.modules and 'trl' not in sys.modules, 'heavy import'; sys.exit(rc)"
+    )
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-c", code, str(file)], capture_output=True, text=True, cwd=ROOT)
     elapsed = time.monotonic() - t0
@@ -149,11 +160,18 @@ def test_bad_recipe_is_fast_and_imports_no_torch(digit_doc, write_recipe, tmp_pa
 
 
 def test_dry_run_fast_no_weights(tmp_path):
-    code = ("import sys; from grpo_ext import train; rc = train.main(['digit', '--dry-run']); "
-            "assert 'torch' not in sys.modules, 'dry run imported torch'; sys.exit(rc)")
+    code = (
+        "import sys; from grpo_ext import cli; rc = cli.main(['train', 'digit', '--dry-run']); "
+        "assert 'torch' not in sys.modules, 'dry run imported torch'; sys.exit(rc)"
+    )
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,
-                          env={"GRPO_EXT_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"GRPO_EXT_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 0, proc.stderr
     assert time.monotonic() - t0 < 5
     out = proc.stdout

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grpo_ext import rundir, train
+from grpo_ext import cli, rundir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,8 +20,17 @@ ROOT = Path(__file__).resolve().parents[1]
 def tiny_doc(digit_doc: dict, model: Path, run: Path, **training) -> dict:
     doc = digit_doc
     doc["model"]["name"] = str(model)
-    doc["training"].update({"max_steps": 3, "per_device_train_batch_size": 4, "num_generations": 4, "max_completion_length": 4,
-                            "save_steps": 1, "save_total_limit": 2, **training})
+    doc["training"].update(
+        {
+            "max_steps": 3,
+            "per_device_train_batch_size": 4,
+            "num_generations": 4,
+            "max_completion_length": 4,
+            "save_steps": 1,
+            "save_total_limit": 2,
+            **training,
+        }
+    )
     doc["eval"]["enabled"] = False
     doc["output_dir"] = str(run)
     return doc
@@ -37,13 +46,14 @@ def test_skipped_reward_errors_are_counted_per_step(tiny_model, digit_doc, tmp_p
         "def picky(completions, prompts, **kwargs):\n"
         "    if any('bad' in str(p) for p in prompts):\n"
         "        raise ValueError('cannot judge a bad prompt')\n"
-        "    return [1.0] * len(completions)\n")
+        "    return [1.0] * len(completions)\n"
+    )
     doc = tiny_doc(digit_doc, tiny_model, tmp_path / "run", max_steps=2, num_generations=2)
     doc["data"]["prompts"] = ["a good prompt", "a bad prompt"]  # every step holds both (2 prompts x 2 completions)
     doc["rewards"] = [{"name": "./picky.py:picky", "on_error": "skip"}, "digit_exact"]
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump(doc))
-    assert train.main([str(path)]) == 0
+    assert cli.main(["train", str(path)]) == 0
     lines = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [line["reward_errors/picky"] for line in lines] == [2.0, 2.0]  # the two bad-prompt samples, each step
     assert [line["rewards/picky/mean"] for line in lines] == [1.0, 1.0]  # the skipped samples are left out
@@ -55,7 +65,7 @@ def test_resume_after_crash_continues_from_complete_checkpoint(tiny_model, digit
     run = tmp_path / "run"
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump(tiny_doc(digit_doc, tiny_model, run)))
-    assert train.main([str(path)]) == 0
+    assert cli.main(["train", str(path)]) == 0
     rundir.release(run)
     kept = rundir.checkpoints(run)  # save_total_limit=2, applied after each new checkpoint is marked complete
     assert [c.name for c in kept] == ["checkpoint-2", "checkpoint-3"] and all(map(rundir.is_complete, kept))
@@ -66,15 +76,15 @@ def test_resume_after_crash_continues_from_complete_checkpoint(tiny_model, digit
     with open(run / "metrics.jsonl", "a") as fh:
         fh.write('{"step": 3, "rewa')
     capsys.readouterr()
-    assert train.main([str(path)]) == 2  # an unfinished run is not continued without --resume
+    assert cli.main(["train", str(path)]) == 2  # an unfinished run is not continued without --resume
     assert "--resume to continue it (it stopped; last complete checkpoint: checkpoint-2)" in capsys.readouterr().err
-    assert train.main([str(path), "resume=auto"]) == 0
+    assert cli.main(["train", str(path), "resume=auto"]) == 0
     rundir.release(run)
     assert "resuming from checkpoint-2" in capsys.readouterr().err
     assert steps(run) == [1, 2, 3]
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["steps"] == 3 and summary["reward_first"] is not None
-    assert train.main([str(path), "--resume"]) == 2  # a finished run is not trained again
+    assert cli.main(["train", str(path), "--resume"]) == 2  # a finished run is not trained again
     rundir.release(run)
 
 
@@ -112,7 +122,9 @@ def test_sigkill_at_random_points_then_resume(tiny_model, digit_doc, tmp_path):
         resumed_from += [line.split("resuming from ")[1].split(";")[0] for line in err.splitlines() if "resuming from" in line]
     proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"seed {seed}: {proc.stderr[-2000:]}"
-    resumed_from += [line.split("resuming from ")[1].split(";")[0] for line in proc.stderr.splitlines() if "resuming from" in line]
+    resumed_from += [
+        line.split("resuming from ")[1].split(";")[0] for line in proc.stderr.splitlines() if "resuming from" in line
+    ]
     assert steps(run) == list(range(1, total + 1)), f"seed {seed}"
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["steps"] == total

@@ -31,26 +31,45 @@ def hangs(completions, **kwargs):
 
 FAULTS = [
     # (reward, exact message as a regular expression)
-    (raises_on_boom,  # raises on one sample: names reward, sample index, start of completion, the fix
-     r"reward 'r' raised ZeroDivisionError: division by zero on sample 3 of 4 \(completion 'boom goes the reward'\); "
-     r"fix the reward or set rewards\[1\]\.on_error: skip"),
-    (lambda completions, **kw: [1.0] * 3,  # wrong number of scores
-     r"reward 'r' returned 3 scores for 4 completions; return one score per completion"),
-    (lambda completions, **kw: 1.0,  # not a list at all
-     r"reward 'r' returned a float for 4 completions; return one score per completion"),
-    (lambda completions, **kw: [1.0, float("nan"), 0.0, 0.0],  # NaN
-     r"reward 'r' gave nan for sample 1 of 4 \(completion 'seven is my answer, final'\); a score is a finite number or None"),
-    (lambda completions, **kw: [1.0, 0.0, float("inf"), 0.0],  # infinity
-     r"reward 'r' gave inf for sample 2 of 4 \(completion '3'\); a score is a finite number or None"),
-    (lambda completions, **kw: [1.0, "high", 0.0, 0.0],  # a string
-     r"reward 'r' gave 'high' for sample 1 of 4 \(completion 'seven is my answer, final'\); a score is a finite number or None"),
-    (lambda completions, **kw: [True, 0.0, 0.0, 0.0],  # a bool is not a score
-     r"reward 'r' gave True for sample 0 of 4 \(completion '7'\); a score is a finite number or None"),
-    (batch_only_failure,  # fails on the batch, each sample alone is fine
-     r"reward 'r' raised RuntimeError: needs a batch of one on a batch of 4 completions, though each sample alone scores; "
-     r"the reward depends on the batch: fix it"),
-    (hangs,  # hangs: stopped by the per-call time limit
-     r"reward 'r' did not return within 0\.3 s on a batch of 4 completions; make it faster or raise rewards\[1\]\.timeout"),
+    (
+        raises_on_boom,  # raises on one sample: names reward, sample index, start of completion, the fix
+        r"reward 'r' raised ZeroDivisionError: division by zero on sample 3 of 4 \(completion 'boom goes the reward'\); "
+        r"fix the reward or set rewards\[1\]\.on_error: skip",
+    ),
+    (
+        lambda completions, **kw: [1.0] * 3,  # wrong number of scores
+        r"reward 'r' returned 3 scores for 4 completions; return one score per completion",
+    ),
+    (
+        lambda completions, **kw: 1.0,  # not a list at all
+        r"reward 'r' returned a float for 4 completions; return one score per completion",
+    ),
+    (
+        lambda completions, **kw: [1.0, float("nan"), 0.0, 0.0],  # NaN
+        r"reward 'r' gave nan for sample 1 of 4 \(completion 'seven is my answer, final'\); a score is a finite number or None",
+    ),
+    (
+        lambda completions, **kw: [1.0, 0.0, float("inf"), 0.0],  # infinity
+        r"reward 'r' gave inf for sample 2 of 4 \(completion '3'\); a score is a finite number or None",
+    ),
+    (
+        lambda completions, **kw: [1.0, "high", 0.0, 0.0],  # a string
+        r"reward 'r' gave 'high' for sample 1 of 4 \(completion 'seven is my answer, final'\); "
+        r"a score is a finite number or None",
+    ),
+    (
+        lambda completions, **kw: [True, 0.0, 0.0, 0.0],  # a bool is not a score
+        r"reward 'r' gave True for sample 0 of 4 \(completion '7'\); a score is a finite number or None",
+    ),
+    (
+        batch_only_failure,  # fails on the batch, each sample alone is fine
+        r"reward 'r' raised RuntimeError: needs a batch of one on a batch of 4 completions, though each sample alone scores; "
+        r"the reward depends on the batch: fix it",
+    ),
+    (
+        hangs,  # hangs: stopped by the per-call time limit
+        r"reward 'r' did not return within 0\.3 s on a batch of 4 completions; make it faster or raise rewards\[1\]\.timeout",
+    ),
 ]
 
 
@@ -68,8 +87,10 @@ def test_skip_scores_none_and_counts(capsys):
     assert guarded(completions=COMPLETIONS * 2) == [1.0, 1.0, 1.0, None] * 2
     assert guarded.skipped == 3
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == ["grpo_ext: warning: reward 'r' raised ZeroDivisionError: division by zero on sample 3 of 4 (completion "
-                   "'boom goes the reward'); scored None (rewards[0].on_error: skip), counted as reward_errors/r in metrics.jsonl"]
+    assert err == [
+        "grpo_ext: warning: reward 'r' raised ZeroDivisionError: division by zero on sample 3 of 4 (completion "
+        "'boom goes the reward'); scored None (rewards[0].on_error: skip), counted as reward_errors/r in metrics.jsonl"
+    ]
 
 
 def test_skip_does_not_hide_bad_scores():
@@ -86,7 +107,7 @@ def test_per_sample_retry_slices_columns():
         seen.append((list(answer), trainer_state))
         if len(completions) == 1 and answer[0] == "x":
             raise KeyError("x")
-        return [float(c == a) for c, a in zip(completions, answer)] if len(completions) == 1 else 1 / 0
+        return [float(c == a) for c, a in zip(completions, answer, strict=True)] if len(completions) == 1 else 1 / 0
 
     guarded = Guarded(needs_answer, "r", on_error="skip")
     assert guarded(completions=["1", "2"], answer=["1", "x"], trainer_state="S") == [1.0, None]
@@ -116,12 +137,15 @@ def test_limit_none_calls_directly():
 
 def test_reward_stuck_in_c_code_ends_the_process():
     """A regular expression that backtracks for ages holds the interpreter lock; faulthandler ends the process."""
-    code = ("import re; from grpo_ext.rewards.guard import Guarded\n"
-            "def stuck(completions, **kw): return [float(bool(re.match(r'(a+)+$', 'a' * 60 + 'b')))]\n"
-            "Guarded(stuck, 'stuck', timeout=0.5)(completions=['a'])\n")
+    code = (
+        "import re; from grpo_ext.rewards.guard import Guarded\n"
+        "def stuck(completions, **kw): return [float(bool(re.match(r'(a+)+$', 'a' * 60 + 'b')))]\n"
+        "Guarded(stuck, 'stuck', timeout=0.5)(completions=['a'])\n"
+    )
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                          cwd=Path(__file__).resolve().parents[1])
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[1]
+    )
     assert proc.returncode == 1
     assert proc.stderr.startswith("Timeout (0:00:02)!") and "stuck" in proc.stderr
     assert time.monotonic() - t0 < 15

@@ -38,8 +38,14 @@ def test_chat_messages(text, exact, shaped):
 
 def test_accepts_trl_keyword_arguments():
     """TRL passes prompts, completion_ids, trainer_state, log_extra ... depending on its version."""
-    out = digit_exact(prompts=["p", "p"], completions=["1", "x"], completion_ids=[[1], [2]], trainer_state=None,
-                      log_extra=lambda *a: None, log_metric=lambda *a: None)
+    out = digit_exact(
+        prompts=["p", "p"],
+        completions=["1", "x"],
+        completion_ids=[[1], [2]],
+        trainer_state=None,
+        log_extra=lambda *a: None,
+        log_metric=lambda *a: None,
+    )
     assert out == [1.0, 0.0]
 
 

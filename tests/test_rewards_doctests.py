@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["registry", "digit", "maths", "format", "shaping", "verify"]
+MODULES = ["registry", "digit", "maths", "formats", "shaping", "verify"]
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -56,12 +56,15 @@ def test_answer_column_is_configurable():
         reward(["#### 4"], answer=["4"])
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("\\boxed{1} then \\boxed{2}", ("boxed", "2")),  # the last box wins
-    ("\\boxed{\\frac{1}{2}}", ("boxed", "\\frac{1}{2}")),  # nested braces
-    ("#### 5\nmore text", ("marker", "5")),  # marker line only
-    ("x" * 2000 + "\\boxed{" + "1" * 2000 + "}", None),  # an answer over the length limit is no answer
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("\\boxed{1} then \\boxed{2}", ("boxed", "2")),  # the last box wins
+        ("\\boxed{\\frac{1}{2}}", ("boxed", "\\frac{1}{2}")),  # nested braces
+        ("#### 5\nmore text", ("marker", "5")),  # marker line only
+        ("x" * 2000 + "\\boxed{" + "1" * 2000 + "}", None),  # an answer over the length limit is no answer
+    ],
+)
 def test_final_answer(text, expected):
     assert final_answer(text) == expected
 
@@ -89,7 +92,9 @@ def _score_timed(completion, answer, results):
     results.append((time.monotonic() - t0, score))
 
 
-@pytest.mark.parametrize("completion,answer", ADVERSARIAL, ids=["tower", "tower-bare", "parens", "parens-symbolic", "1MB", "latex", "latex2"])
+@pytest.mark.parametrize(
+    "completion,answer", ADVERSARIAL, ids=["tower", "tower-bare", "parens", "parens-symbolic", "1MB", "latex", "latex2"]
+)
 def test_adversarial_within_a_second(completion, answer):
     math_accuracy()(["\\boxed{\\sqrt{2}}"], answer=["\\sqrt{3}"])  # start the verify worker outside the timing
     results = []
@@ -118,5 +123,7 @@ def test_registered_with_arguments(tmp_path):
     from grpo_ext.errors import RecipeError
 
     assert rewards.build("math_accuracy", {"answer_column": "gold"}, tmp_path, "rewards[0]")(["#### 3"], gold=["3"]) == [1.0]
-    with pytest.raises(RecipeError, match="rewards\\[0\\].args: 'math_accuracy' rejected its arguments: .*time_limit must be positive"):
+    with pytest.raises(
+        RecipeError, match="rewards\\[0\\].args: 'math_accuracy' rejected its arguments: .*time_limit must be positive"
+    ):
         rewards.build("math_accuracy", {"time_limit": 0}, tmp_path, "rewards[0]")

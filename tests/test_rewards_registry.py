@@ -6,7 +6,7 @@ import textwrap
 import pytest
 import yaml
 
-from grpo_ext import cli, train
+from grpo_ext import cli
 from grpo_ext.errors import RecipeError
 from grpo_ext.rewards import build, known_names, registry
 
@@ -50,16 +50,32 @@ def test_entry_point_factory_takes_args(installed, tmp_path):
     assert build("bonus", {"word": "cat"}, tmp_path, "rewards[0]")(["a cat", "a dog"]) == [0.5, 0.0]
 
 
-@pytest.mark.parametrize("entries,module,name,expected", [
-    # a broken plug-in names its package and the error
-    ({"broken": "brokenpkg:keyword_reward"}, "raise ImportError('needs numpy 9')", "broken",
-     "entry point 'broken' of package brokenpkg (brokenpkg:keyword_reward) failed to load: ImportError: needs numpy 9"),
-    # a plug-in that takes a built-in's name
-    ({"math_accuracy": "clashpkg:keyword_reward"}, PLUGIN, "math_accuracy",
-     "reward 'math_accuracy' is built in, and package clashpkg registers the same name"),
-    # an entry point naming something that is not there
-    ({"ghost": "ghostpkg:nothing_here"}, PLUGIN, "ghost", "entry point 'ghost' of package ghostpkg (ghostpkg:nothing_here) failed to load"),
-])
+@pytest.mark.parametrize(
+    "entries,module,name,expected",
+    [
+        # a broken plug-in names its package and the error
+        (
+            {"broken": "brokenpkg:keyword_reward"},
+            "raise ImportError('needs numpy 9')",
+            "broken",
+            "entry point 'broken' of package brokenpkg (brokenpkg:keyword_reward) failed to load: ImportError: needs numpy 9",
+        ),
+        # a plug-in that takes a built-in's name
+        (
+            {"math_accuracy": "clashpkg:keyword_reward"},
+            PLUGIN,
+            "math_accuracy",
+            "reward 'math_accuracy' is built in, and package clashpkg registers the same name",
+        ),
+        # an entry point naming something that is not there
+        (
+            {"ghost": "ghostpkg:nothing_here"},
+            PLUGIN,
+            "ghost",
+            "entry point 'ghost' of package ghostpkg (ghostpkg:nothing_here) failed to load",
+        ),
+    ],
+)
 def test_bad_entry_points(installed, tmp_path, entries, module, name, expected):
     installed(entries and next(iter(entries.values())).split(":")[0], entries, module)
     with pytest.raises(RecipeError) as info:
@@ -75,14 +91,17 @@ def test_two_packages_same_name(installed, tmp_path):
         build("shared", {}, tmp_path, "rewards[0]")
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("math_acuracy", "unknown reward 'math_acuracy'; did you mean 'math_accuracy'?"),  # misspelled built-in
-    ("think_format", "did you mean 'think_answer_format'?"),
-    ("./missing.py:fn", "does not exist; give a path relative to the recipe's folder"),  # missing file
-    ("no_such_module_xyz:fn", "importing module 'no_such_module_xyz' failed: ModuleNotFoundError"),
-    ("json:lodas", "'json' has no attribute 'lodas'; did you mean 'loads'?"),
-    ("json:decoder", "'json:decoder' is a module, not a function"),  # not callable
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("math_acuracy", "unknown reward 'math_acuracy'; did you mean 'math_accuracy'?"),  # misspelled built-in
+        ("think_format", "did you mean 'think_answer_format'?"),
+        ("./missing.py:fn", "does not exist; give a path relative to the recipe's folder"),  # missing file
+        ("no_such_module_xyz:fn", "importing module 'no_such_module_xyz' failed: ModuleNotFoundError"),
+        ("json:lodas", "'json' has no attribute 'lodas'; did you mean 'loads'?"),
+        ("json:decoder", "'json:decoder' is a module, not a function"),  # not callable
+    ],
+)
 def test_lookup_errors_are_one_line(name, expected, tmp_path):
     with pytest.raises(RecipeError) as info:
         build(name, {}, tmp_path, "rewards[0]")
@@ -96,24 +115,51 @@ def test_file_with_syntax_error(tmp_path):
         build("./bad.py:f", {}, tmp_path, "rewards[0]")
 
 
-@pytest.mark.parametrize("argv,expected", [
-    (["rewards"], "math_accuracy"),  # plain 'rewards' lists
-    (["rewards", "ls"], "think_answer_format"),
-    (["rewards", "show", "overlong_penalty"], "args: max_length: int, soft_margin: int"),
-    (["rewards", "score", "math_accuracy", "--completion", "so \\boxed{\\frac{1}{2}}", "--answer", "0.5"], "math_accuracy: 1.0"),
-    (["rewards", "score", "overlong_penalty", "--completion", "xxxxxxxx", "--arg", "max_length=10", "--arg", "soft_margin=4"],
-     "overlong_penalty: -0.5"),
-    (["rewards", "score", "math_accuracy", "--completion", "#### 3", "--answer", "3", "--arg", "answer_column=gold"], "math_accuracy: 1.0"),
-])
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        (["rewards"], "math_accuracy"),  # plain 'rewards' lists
+        (["rewards", "ls"], "think_answer_format"),
+        (["rewards", "show", "overlong_penalty"], "args: max_length: int, soft_margin: int"),
+        (
+            ["rewards", "score", "math_accuracy", "--completion", "so \\boxed{\\frac{1}{2}}", "--answer", "0.5"],
+            "math_accuracy: 1.0",
+        ),
+        (
+            [
+                "rewards",
+                "score",
+                "overlong_penalty",
+                "--completion",
+                "xxxxxxxx",
+                "--arg",
+                "max_length=10",
+                "--arg",
+                "soft_margin=4",
+            ],
+            "overlong_penalty: -0.5",
+        ),
+        (
+            ["rewards", "score", "math_accuracy", "--completion", "#### 3", "--answer", "3", "--arg", "answer_column=gold"],
+            "math_accuracy: 1.0",
+        ),
+    ],
+)
 def test_cli_rewards(argv, expected, capsys):
     assert cli.main(argv) == 0
     assert expected in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv,expected", [
-    (["rewards", "show", "math_acuracy"], "error: rewards show: unknown reward 'math_acuracy'; did you mean 'math_accuracy'?"),
-    (["rewards", "score", "overlong_penalty", "--completion", "x"], "missing a required argument: 'max_length'"),
-])
+@pytest.mark.parametrize(
+    "argv,expected",
+    [
+        (
+            ["rewards", "show", "math_acuracy"],
+            "error: rewards show: unknown reward 'math_acuracy'; did you mean 'math_accuracy'?",
+        ),
+        (["rewards", "score", "overlong_penalty", "--completion", "x"], "missing a required argument: 'max_length'"),
+    ],
+)
 def test_cli_rewards_errors(argv, expected, capsys):
     assert cli.main(argv) == 2
     assert expected in capsys.readouterr().err
@@ -122,19 +168,25 @@ def test_cli_rewards_errors(argv, expected, capsys):
 def test_module_file_and_entry_point_rewards_train(installed, tiny_model, digit_doc, tmp_path, monkeypatch, no_hub):
     """A reward from each kind of source trains in one tiny run, each logged under its own name."""
     installed("kwpkg", {"keyword_reward": "kwpkg:keyword_reward"})
-    (tmp_path / "my_rewards.py").write_text("def brevity(completions, **kwargs):\n    return [1.0 / (1 + len(str(c))) for c in completions]\n")
+    (tmp_path / "my_rewards.py").write_text(
+        "def brevity(completions, **kwargs):\n    return [1.0 / (1 + len(str(c))) for c in completions]\n"
+    )
     mod = tmp_path / "site-mods"
     mod.mkdir()
-    (mod / "my_pkg_rewards.py").write_text("def shouting(completions, **kwargs):\n    return [float(str(c).isupper()) for c in completions]\n")
+    (mod / "my_pkg_rewards.py").write_text(
+        "def shouting(completions, **kwargs):\n    return [float(str(c).isupper()) for c in completions]\n"
+    )
     monkeypatch.syspath_prepend(str(mod))
     doc = digit_doc
     doc["model"]["name"] = str(tiny_model)
-    doc["training"].update(max_steps=1, per_device_train_batch_size=4, num_generations=4, max_completion_length=4, save_strategy="no")
+    doc["training"].update(
+        max_steps=1, per_device_train_batch_size=4, num_generations=4, max_completion_length=4, save_strategy="no"
+    )
     doc["eval"]["enabled"] = False
     doc["rewards"] = ["keyword_reward", "./my_rewards.py:brevity", {"name": "my_pkg_rewards:shouting", "weight": 0.5}]
     doc["output_dir"] = str(tmp_path / "run")
     recipe = tmp_path / "r.yaml"
     recipe.write_text(yaml.safe_dump(doc))
-    assert train.main([str(recipe)]) == 0
+    assert cli.main(["train", str(recipe)]) == 0
     line = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
     assert {"rewards/keyword_reward/mean", "rewards/brevity/mean", "rewards/shouting/mean"} <= set(line)

@@ -30,13 +30,16 @@ def run(tmp_path):
     rundir.release(tmp_path / "run")
 
 
-@pytest.mark.parametrize("damage,complete", [
-    (None, True),  # manifest written after the save: complete
-    ("no manifest", False),  # killed before the save finished
-    ("file shorter", False),  # a file cut short after the manifest was written (killed during rotation)
-    ("file missing", False),  # rotation deleted part of it
-    ("manifest garbled", False),  # the manifest itself cut short
-])
+@pytest.mark.parametrize(
+    "damage,complete",
+    [
+        (None, True),  # manifest written after the save: complete
+        ("no manifest", False),  # killed before the save finished
+        ("file shorter", False),  # a file cut short after the manifest was written (killed during rotation)
+        ("file missing", False),  # rotation deleted part of it
+        ("manifest garbled", False),  # the manifest itself cut short
+    ],
+)
 def test_checkpoint_completeness(damage, complete, run):
     ckpt = fake_checkpoint(run, 4)
     if damage == "no manifest":
@@ -64,18 +67,25 @@ def test_resume_picks_last_complete_and_truncates_metrics(run):
     assert [r["step"] for r in rundir.read_metrics(run / "metrics.jsonl")] == [1, 2, 3, 4]
 
 
-@pytest.mark.parametrize("state,overwrite,resume,expected", [
-    # (what the directory holds, --overwrite, --resume, error text or the checkpoint resumed from)
-    ("empty", False, False, None),  # fresh run
-    ("empty", False, True, None),  # --resume with nothing to resume starts fresh
-    ("finished", False, False, "already holds a run; pass --overwrite to replace it, or choose another"),
-    ("finished", False, True, "already holds a run; pass --overwrite to replace it, or choose another"),
-    ("finished", True, False, None),  # replaced
-    ("unfinished", False, False, "pass --overwrite to replace it, --resume to continue it (it stopped; last complete "
-                                 "checkpoint: checkpoint-2)"),
-    ("unfinished", False, True, "checkpoint-2"),
-    ("unfinished", True, True, "--overwrite and --resume contradict each other"),
-])
+@pytest.mark.parametrize(
+    "state,overwrite,resume,expected",
+    [
+        # (what the directory holds, --overwrite, --resume, error text or the checkpoint resumed from)
+        ("empty", False, False, None),  # fresh run
+        ("empty", False, True, None),  # --resume with nothing to resume starts fresh
+        ("finished", False, False, "already holds a run; pass --overwrite to replace it, or choose another"),
+        ("finished", False, True, "already holds a run; pass --overwrite to replace it, or choose another"),
+        ("finished", True, False, None),  # replaced
+        (
+            "unfinished",
+            False,
+            False,
+            "pass --overwrite to replace it, --resume to continue it (it stopped; last complete checkpoint: checkpoint-2)",
+        ),
+        ("unfinished", False, True, "checkpoint-2"),
+        ("unfinished", True, True, "--overwrite and --resume contradict each other"),
+    ],
+)
 def test_prepare_decides(state, overwrite, resume, expected, run):
     if state != "empty":
         fake_checkpoint(run, 2)
@@ -95,17 +105,33 @@ def test_prepare_decides(state, overwrite, resume, expected, run):
 def test_second_run_into_locked_directory_exits_2(run, tmp_path, digit_doc, write_recipe):
     """While one process holds the run directory, a second `train` exits 2 and leaves the directory alone."""
     run.mkdir()
-    holder = subprocess.Popen([sys.executable, "-c", "import sys, time; from pathlib import Path; from grpo_ext import rundir; "
-                               "rundir.lock(Path(sys.argv[1])); print('locked', flush=True); time.sleep(60)", str(run)],
-                              cwd=ROOT, stdout=subprocess.PIPE, text=True)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from grpo_ext import rundir; "
+            "rundir.lock(Path(sys.argv[1])); print('locked', flush=True); time.sleep(60)",
+            str(run),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
         digit_doc["output_dir"] = str(run)
-        proc = subprocess.run([sys.executable, "-m", "grpo_ext.train", str(write_recipe(digit_doc))], cwd=ROOT,
-                              capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [sys.executable, "-m", "grpo_ext.train", str(write_recipe(digit_doc))],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 2
-        assert proc.stderr == f"error: output_dir: {run.resolve()} is in use by another run (pid {holder.pid}); wait for it " \
-                              f"to finish, or choose another: output_dir=runs/new\n"
+        assert (
+            proc.stderr == f"error: output_dir: {run.resolve()} is in use by another run (pid {holder.pid}); wait for it "
+            f"to finish, or choose another: output_dir=runs/new\n"
+        )
         assert [p.name for p in run.iterdir()] == [rundir.LOCK]
     finally:
         holder.kill()

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from grpo_ext import data, recipe, sources, train
+from grpo_ext import cli, data, generators, recipe
 from grpo_ext.errors import RecipeError
 from grpo_ext.rewards.maths import math_accuracy
 
@@ -14,15 +14,15 @@ ROOT = recipe.catalog.PACKAGE_DIR.parent
 
 
 def test_arith_is_deterministic_and_held_out():
-    train_rows, eval_rows = sources.arith(train=200, eval=40, seed=3)
-    assert (train_rows, eval_rows) == sources.arith(train=200, eval=40, seed=3)
+    train_rows, eval_rows = generators.arith(train=200, held_out=40, seed=3)
+    assert (train_rows, eval_rows) == generators.arith(train=200, held_out=40, seed=3)
     assert len(train_rows) == 200 and len(eval_rows) == 40
     assert not {r["prompt"] for r in train_rows} & {r["prompt"] for r in eval_rows}
-    assert sources.arith(train=5, eval=1, seed=4) != sources.arith(train=5, eval=1, seed=3)
+    assert generators.arith(train=5, held_out=1, seed=4) != generators.arith(train=5, held_out=1, seed=3)
 
 
 def test_arith_answers_score_with_math_accuracy():
-    rows, _ = sources.arith(train=50, eval=0)
+    rows, _ = generators.arith(train=50, held_out=0)
     answers = [r["answer"] for r in rows]
     assert math_accuracy()(answers, answer=answers) == [1.0] * 50  # the worked answer itself is correct
     wrong = [a.rsplit("#### ", 1)[0] + f"#### {int(a.rsplit('#### ', 1)[1]) + 1}" for a in answers]
@@ -31,21 +31,28 @@ def test_arith_answers_score_with_math_accuracy():
 
 def test_arith_too_few_distinct_problems():
     with pytest.raises(ValueError, match="raise max_operand"):
-        sources.arith(train=5000, eval=10, max_operand=2)
+        generators.arith(train=5000, held_out=10, max_operand=2)
 
 
 def test_recipe_rows_come_from_the_generator():
-    r = recipe.load("arith", ["data.source_args.train=12", "data.source_args.eval=3"])
-    train_rows = data.rows(r["data"], r.base_dir)
-    eval_rows = data.rows(r["data"], r.base_dir, key="eval_prompts")
+    r = recipe.load("arith", ["data.source_args.train=12", "data.source_args.held_out=3"])
+    train_rows = data.train_rows(r["data"], r.base_dir)
+    eval_rows = data.eval_rows(r["data"])
     assert len(train_rows) == 12 and len(eval_rows) == 3
     assert set(train_rows[0]) == {"prompt", "answer"}
 
 
 def test_gsm8k_dry_run_downloads_nothing(tmp_path):
-    code = ("import sys; from grpo_ext import train; rc = train.main(['gsm8k', '--dry-run']); "
-            "assert 'datasets' not in sys.modules and 'torch' not in sys.modules, 'dry run imported a heavy module'; sys.exit(rc)")
-    env = {"GRPO_EXT_CACHE": str(tmp_path / "cache"), "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
+    code = (
+        "import sys; from grpo_ext import cli; rc = cli.main(['train', 'gsm8k', '--dry-run']); "
+        "assert 'datasets' not in sys.modules and 'torch' not in sys.modules, 'dry run imported a heavy module'; sys.exit(rc)"
+    )
+    env = {
+        "GRPO_EXT_CACHE": str(tmp_path / "cache"),
+        "HF_HOME": str(tmp_path / "hf"),
+        "HF_HUB_OFFLINE": "1",
+        "PATH": "/usr/bin:/bin",
+    }
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
     assert proc.returncode == 0, proc.stderr
     assert "hub dataset openai/gsm8k (split train; not fetched by a dry run); 64 eval prompts" in proc.stdout
@@ -53,14 +60,17 @@ def test_gsm8k_dry_run_downloads_nothing(tmp_path):
     assert not (tmp_path / "hf").exists() and not (tmp_path / "cache").exists()
 
 
-@pytest.mark.parametrize("changes,expected", [
-    ({"source": "arithmetic"}, "data.source: unknown generator 'arithmetic'; did you mean 'arith'?"),
-    ({"source_args": {"trian": 5}}, "data.source_args: got an unexpected keyword argument 'trian'"),
-    ({"prompts": ["a prompt"]}, "data: prompts and source are all given; keep one source of training prompts"),
-    ({"source": None, "hub": "gsm8k"}, "data.hub: 'gsm8k' is not a dataset id; give org/name"),
-    ({"source": None, "hub": "openai/gsm8k"}, "data.eval_prompts: missing"),  # no eval split for a hub dataset
-    ({"source": None}, "data: give prompts"),  # nothing to train on
-])
+@pytest.mark.parametrize(
+    "changes,expected",
+    [
+        ({"source": "arithmetic"}, "data.source: unknown generator 'arithmetic'; did you mean 'arith'?"),
+        ({"source_args": {"trian": 5}}, "data.source_args: got an unexpected keyword argument 'trian'"),
+        ({"prompts": ["a prompt"]}, "data: prompts and source are all given; keep one source of training prompts"),
+        ({"source": None, "hub": "gsm8k"}, "data.hub: 'gsm8k' is not a dataset id; give org/name"),
+        ({"source": None, "hub": "openai/gsm8k"}, "data.eval_prompts: missing"),  # no eval split for a hub dataset
+        ({"source": None}, "data: give prompts"),  # nothing to train on
+    ],
+)
 def test_bad_data_sections(changes, expected):
     doc = recipe.read_yaml(ROOT / "recipes" / "arith.yaml")
     doc = copy.deepcopy(doc)
@@ -71,5 +81,5 @@ def test_bad_data_sections(changes, expected):
 
 
 def test_arith_dry_run(capsys):
-    assert train.main(["arith", "--dry-run"]) == 0
+    assert cli.main(["train", "arith", "--dry-run"]) == 0
     assert "data: generator arith; 32 eval prompts" in capsys.readouterr().out

@@ -7,15 +7,16 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grpo_ext import train
+from grpo_ext import cli
 
 
 @pytest.fixture
 def tiny_recipe(tiny_model, digit_doc, tmp_path):
     doc = digit_doc
     doc["model"]["name"] = str(tiny_model)
-    doc["training"].update(max_steps=2, per_device_train_batch_size=4, num_generations=4, max_completion_length=4,
-                           save_steps=1, save_total_limit=1)
+    doc["training"].update(
+        max_steps=2, per_device_train_batch_size=4, num_generations=4, max_completion_length=4, save_steps=1, save_total_limit=1
+    )
     doc["data"]["eval_prompts"] = doc["data"]["eval_prompts"][:2]
     doc["eval"]["samples"] = 2
     doc["output_dir"] = str(tmp_path / "run")
@@ -25,7 +26,7 @@ def tiny_recipe(tiny_model, digit_doc, tmp_path):
 
 
 def test_tiny_run_writes_run_directory(tiny_recipe, tmp_path, no_hub, capsys):
-    assert train.main([str(tiny_recipe)]) == 0
+    assert cli.main(["train", str(tiny_recipe)]) == 0
     run = tmp_path / "run"
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "completed"
@@ -54,7 +55,10 @@ def test_tiny_run_writes_run_directory(tiny_recipe, tmp_path, no_hub, capsys):
 
 
 def test_tensorboard_event_files(tiny_recipe, tmp_path, no_hub):
-    assert train.main([str(tiny_recipe), "training.max_steps=1", "eval.enabled=false", "training.report_to=[tensorboard]"]) == 0
+    assert (
+        cli.main(["train", str(tiny_recipe), "training.max_steps=1", "eval.enabled=false", "training.report_to=[tensorboard]"])
+        == 0
+    )
     events = list((tmp_path / "run").rglob("events.out.tfevents.*"))
     assert events and events[0].stat().st_size > 0
 
@@ -64,31 +68,36 @@ def test_terminal_shows_only_our_lines(tiny_recipe, tmp_path):
     import subprocess
     import sys
 
-    proc = subprocess.run([sys.executable, "-m", "grpo_ext.train", str(tiny_recipe), "training.max_steps=1"],
-                          check=False, capture_output=True, text=True, cwd=Path(__file__).resolve().parents[1],
-                          env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])})
+    proc = subprocess.run(
+        [sys.executable, "-m", "grpo_ext.train", str(tiny_recipe), "training.max_steps=1"],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=Path(__file__).resolve().parents[1],
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+    )
     assert proc.returncode == 0, proc.stderr
     assert [line for line in proc.stderr.splitlines() if not line.startswith("grpo_ext: ")] == []
-    assert proc.stdout.splitlines()[0].startswith("reward ") and proc.stdout.splitlines()[-1].startswith("mean length")
+    assert proc.stdout.splitlines()[1].startswith("reward ") and proc.stdout.splitlines()[-1].startswith("mean length")
 
 
 def test_finished_run_is_not_overwritten(tiny_recipe, tmp_path, no_hub, capsys):
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "summary.json").write_text("{}")
-    assert train.main([str(tiny_recipe)]) == 2
+    assert cli.main(["train", str(tiny_recipe)]) == 2
     assert "already holds a run; pass --overwrite" in capsys.readouterr().err
     assert (tmp_path / "run" / "summary.json").read_text() == "{}"
 
 
 def test_reward_from_file_trains(tiny_recipe, tmp_path, no_hub):
     (tmp_path / "my_rewards.py").write_text(
-        "def brevity(completions, **kwargs):\n"
-        "    return [1.0 / (1 + len(str(c))) for c in completions]\n")
+        "def brevity(completions, **kwargs):\n    return [1.0 / (1 + len(str(c))) for c in completions]\n"
+    )
     doc = yaml.safe_load(tiny_recipe.read_text())
     doc["rewards"] = [{"name": "./my_rewards.py:brevity", "weight": 0.5}, "digit_exact"]
     doc["eval"]["enabled"] = False
     tiny_recipe.write_text(yaml.safe_dump(doc))
-    assert train.main([str(tiny_recipe), "training.max_steps=1"]) == 0
+    assert cli.main(["train", str(tiny_recipe), "training.max_steps=1"]) == 0
     line = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
     assert "rewards/brevity/mean" in line and "rewards/digit_exact/mean" in line
 
@@ -99,7 +108,7 @@ def test_failing_reward_names_itself(tiny_recipe, tmp_path, no_hub, capsys):
     doc["rewards"] = ["./bad_rewards.py:boom"]
     doc["eval"]["enabled"] = False
     tiny_recipe.write_text(yaml.safe_dump(doc))
-    assert train.main([str(tiny_recipe)]) == 1
+    assert cli.main(["train", str(tiny_recipe)]) == 1
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("error: ") and "reward 'boom' raised ValueError: no luck" in err
     assert json.loads((tmp_path / "run" / "summary.json").read_text())["status"] == "failed"
@@ -110,7 +119,7 @@ def test_eval_of_the_run_repeats_the_runs_own_eval(bf16, tiny_recipe, tmp_path, 
     """`grpo-ext eval RECIPE --model RUN` samples with the arithmetic the run used, so it repeats `eval after`."""
     import torch
 
-    from grpo_ext import cli, evaluate
+    from grpo_ext import scoring as evaluate
 
     autocast = []  # per sampling call, in training's eval and in grpo-ext eval: was bf16 autocast on?
     generate = evaluate.generate
@@ -122,7 +131,7 @@ def test_eval_of_the_run_repeats_the_runs_own_eval(bf16, tiny_recipe, tmp_path, 
     monkeypatch.setattr(evaluate, "generate", spy)
 
     overrides = [f"training.bf16={str(bf16).lower()}", "training.max_steps=1", "training.save_strategy='no'"]
-    assert train.main([str(tiny_recipe), *overrides]) == 0
+    assert cli.main(["train", str(tiny_recipe), *overrides]) == 0
     run = tmp_path / "run"
     after = json.loads((run / "summary.json").read_text())["eval_after"]
     assert cli.main(["eval", str(tiny_recipe), "--model", str(run), "--out", str(tmp_path / "eval"), *overrides]) == 0

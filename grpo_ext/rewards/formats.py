@@ -4,10 +4,12 @@ import re
 
 from grpo_ext.rewards.registry import completion_text, named, register
 
-_STRICT = re.compile(r"<think>\n(?:(?!</?think>|</?answer>).)*?\n</think>\n<answer>\n(?:(?!</?think>|</?answer>).)*?\n</answer>\n?",
-                     re.DOTALL)
-_LENIENT = re.compile(r"\s*<think>(?:(?!</?think>|</?answer>).)*</think>\s*<answer>(?:(?!</?think>|</?answer>).)*</answer>\s*",
-                      re.DOTALL)
+_STRICT = re.compile(
+    r"<think>\n(?:(?!</?think>|</?answer>).)*?\n</think>\n<answer>\n(?:(?!</?think>|</?answer>).)*?\n</answer>\n?", re.DOTALL
+)
+_LENIENT = re.compile(
+    r"\s*<think>(?:(?!</?think>|</?answer>).)*</think>\s*<answer>(?:(?!</?think>|</?answer>).)*</answer>\s*", re.DOTALL
+)
 
 
 def _with_think(text: str) -> str:

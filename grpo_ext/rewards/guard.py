@@ -18,9 +18,9 @@ import threading
 
 from grpo_ext import compat
 from grpo_ext.errors import RunError
-from grpo_ext.rewards.registry import completion_text
+from grpo_ext.rewards.registry import REGISTRY, completion_text
 
-ON_ERROR = ("fail", "skip")
+ON_ERROR = ("fail", "skip")  # rewards[i].on_error: stop the run, or score the sample None
 
 
 class RewardTimeout(Exception):
@@ -104,10 +104,14 @@ class Guarded:
     def __call__(self, completions, **kwargs) -> list[float | None]:
         n = len(completions)
         try:
-            scores = call_with_limit(self._batch_then_samples, self.timeout, completions=completions, **compat.reward_kwargs(self.accepts, kwargs))
+            scores = call_with_limit(
+                self._batch_then_samples, self.timeout, completions=completions, **compat.reward_kwargs(self.accepts, kwargs)
+            )
         except RewardTimeout:
-            raise RunError(f"reward {self.__name__!r} did not return within {self.timeout:g} s on a batch of {n} "
-                           f"completions; make it faster or raise {self.where}.timeout") from None
+            raise RunError(
+                f"reward {self.__name__!r} did not return within {self.timeout:g} s on a batch of {n} "
+                f"completions; make it faster or raise {self.where}.timeout"
+            ) from None
         if not isinstance(scores, (list, tuple)) or len(scores) != n:
             got = f"{len(scores)} scores" if isinstance(scores, (list, tuple)) else f"a {type(scores).__name__}"
             raise RunError(f"reward {self.__name__!r} returned {got} for {n} completions; return one score per completion")
@@ -117,8 +121,10 @@ class Guarded:
                 out.append(None)
                 continue
             if isinstance(s, bool) or not isinstance(s, numbers.Real) or not math.isfinite(s):
-                raise RunError(f"reward {self.__name__!r} gave {s!r:.40} for sample {i} of {n} (completion {_start(completions[i])}); "
-                               f"a score is a finite number or None")
+                raise RunError(
+                    f"reward {self.__name__!r} gave {s!r:.40} for sample {i} of {n} (completion {_start(completions[i])}); "
+                    f"a score is a finite number or None"
+                )
             out.append(float(s))
         return out
 
@@ -137,23 +143,50 @@ class Guarded:
                 scores.extend(self.fn(completions=[completions[i]], **alone))
             except Exception as exc:
                 if self.on_error != "skip":
-                    raise RunError(f"reward {self.__name__!r} raised {_reason(exc)} on sample {i} of {n} (completion "
-                                   f"{_start(completions[i])}); fix the reward or set {self.where}.on_error: skip") from exc
+                    raise RunError(
+                        f"reward {self.__name__!r} raised {_reason(exc)} on sample {i} of {n} (completion "
+                        f"{_start(completions[i])}); fix the reward or set {self.where}.on_error: skip"
+                    ) from exc
                 self._skip(i, n, completions[i], exc)
                 skipped += 1
                 scores.append(None)
         if not skipped:
-            raise RunError(f"reward {self.__name__!r} raised {_reason(batch_error)} on a batch of {n} completions, though each "
-                           f"sample alone scores; the reward depends on the batch: fix it") from batch_error
+            raise RunError(
+                f"reward {self.__name__!r} raised {_reason(batch_error)} on a batch of {n} completions, though each "
+                f"sample alone scores; the reward depends on the batch: fix it"
+            ) from batch_error
         return scores
 
     def _skip(self, i: int, n: int, completion, exc: BaseException) -> None:
         self.skipped += 1
         if not self.warned:
             self.warned = True
-            print(f"grpo_ext: warning: reward {self.__name__!r} raised {_reason(exc)} on sample {i} of {n} (completion "
-                  f"{_start(completion)}); scored None ({self.where}.on_error: skip), counted as reward_errors/{self.__name__} "
-                  f"in metrics.jsonl", file=sys.stderr, flush=True)
+            print(
+                f"grpo_ext: warning: reward {self.__name__!r} raised {_reason(exc)} on sample {i} of {n} (completion "
+                f"{_start(completion)}); scored None ({self.where}.on_error: skip), counted as reward_errors/{self.__name__} "
+                f"in metrics.jsonl",
+                file=sys.stderr,
+                flush=True,
+            )
+
+
+def guard_all(entries: list[dict], funcs: list) -> list[Guarded]:
+    """The recipe's rewards (``entries``, with the functions built from them) guarded, each under a unique
+    metric name: a registry name, else the function's ``__name__``; a name used twice gets ``_2``, ``_3``."""
+    guarded, seen = [], {}
+    for i, (entry, fn) in enumerate(zip(entries, funcs, strict=True)):
+        base = entry["name"] if entry["name"] in REGISTRY else getattr(fn, "__name__", f"reward_{i}")
+        seen[base] = seen.get(base, 0) + 1
+        guarded.append(
+            Guarded(
+                fn,
+                base if seen[base] == 1 else f"{base}_{seen[base]}",
+                where=f"rewards[{i}]",
+                on_error=entry["on_error"],
+                timeout=entry["timeout"],
+            )
+        )
+    return guarded
 
 
 def error_counter(funcs: list):

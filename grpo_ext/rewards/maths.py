@@ -64,11 +64,11 @@ def final_answer(text: str, limit: int = 1000) -> tuple[str, str] | None:
     open_tag = text.rfind("<answer>")
     if open_tag >= 0:
         close = text.find("</answer>", open_tag)
-        body = text[open_tag + 8:close if close >= 0 else len(text)].strip()
+        body = text[open_tag + 8 : close if close >= 0 else len(text)].strip()
         return ("tag", body) if body and len(body) <= limit else None
     marker = text.rfind("####")
     if marker >= 0:
-        body = text[marker + 4:].strip().split("\n", 1)[0].strip()
+        body = text[marker + 4 :].strip().split("\n", 1)[0].strip()
         return ("marker", body) if body and len(body) <= limit else None
     tail = text[-10_000:]
     numbers = list(_NUMBER.finditer(tail))
@@ -79,7 +79,7 @@ def final_answer(text: str, limit: int = 1000) -> tuple[str, str] | None:
     if math and math[0].start() <= last.start():
         return "math", (math[0].group(1) or math[0].group(2)).strip()
     start = max(tail.rfind(c, 0, last.start()) for c in " \n\t") + 1
-    end = last.end() + len(re.match(r"\S*", tail[last.end():]).group())
+    end = last.end() + len(re.match(r"\S*", tail[last.end() :]).group())
     token = tail[start:end].rstrip(".,;:!?")
     if "\\" in token:  # LaTeX without delimiters, such as \frac{3}{4} or \sqrt{2}/2
         return "math", token
@@ -149,9 +149,11 @@ class MathAccuracy:
     def __call__(self, completions, **kwargs) -> list[float | None]:
         if self.answer_column not in kwargs:
             columns = ", ".join(k for k in kwargs if k not in ("prompts", "completion_ids", "trainer_state")) or "none"
-            raise ValueError(f"no {self.answer_column!r} column reached the reward (dataset columns: {columns}); "
-                             f"set args.answer_column to the column with the reference answers")
-        return [self.score(completion_text(c), gold) for c, gold in zip(completions, kwargs[self.answer_column])]
+            raise ValueError(
+                f"no {self.answer_column!r} column reached the reward (dataset columns: {columns}); "
+                f"set args.answer_column to the column with the reference answers"
+            )
+        return [self.score(completion_text(c), gold) for c, gold in zip(completions, kwargs[self.answer_column], strict=True)]
 
     def score(self, text: str, gold_value) -> float | None:
         gold = reference_answer(gold_value)
@@ -162,7 +164,7 @@ class MathAccuracy:
         if found is None or (found[0] == "number" and gold_number is None):
             if gold_number is not None:
                 return 0.0
-            found = ("text", text[-self.max_answer_chars:])  # a symbolic reference: math-verify finds the answer
+            found = ("text", text[-self.max_answer_chars :])  # a symbolic reference: math-verify finds the answer
         kind, answer = found
         pred_number = plain_number(answer)
         if gold_number is not None and pred_number is not None:

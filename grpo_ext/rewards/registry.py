@@ -15,7 +15,6 @@ How a recipe names a reward (``rewards[i].name``):
 With ``args``, the named object is called with them to build the reward; without, it is the reward.
 """
 
-import difflib
 import functools
 import importlib
 import importlib.metadata
@@ -25,6 +24,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from grpo_ext.base import closest, resolve_path
 from grpo_ext.errors import RecipeError
 
 ENTRY_POINT_GROUP = "grpo_ext.rewards"
@@ -89,9 +89,7 @@ def _import_reference(name: str, base_dir: Path) -> object:
     if not target or not attr:
         raise LookupError(f"reward reference {name!r} must look like 'module:function' or 'file.py:function'")
     if target.endswith(".py"):
-        path = Path(target).expanduser()
-        if not path.is_absolute():
-            path = base_dir / path
+        path = resolve_path(target, base_dir)
         if not path.is_file():
             raise LookupError(f"reward file {str(path)!r} does not exist; give a path relative to the recipe's folder")
         module_name = f"grpo_ext_user_rewards.{path.stem}"
@@ -109,8 +107,8 @@ def _import_reference(name: str, base_dir: Path) -> object:
             raise LookupError(f"importing module {target!r} failed: {type(exc).__name__}: {exc}") from exc
     if not hasattr(module, attr):
         options = [n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")]
-        hint = difflib.get_close_matches(attr, options, n=1)
-        more = f"; did you mean {hint[0]!r}?" if hint else ""
+        hint = closest(attr, options)
+        more = f"; did you mean {hint!r}?" if hint else ""
         raise LookupError(f"{target!r} has no attribute {attr!r}{more}")
     return getattr(module, attr)
 
@@ -120,8 +118,10 @@ def find(name: str, base_dir: Path) -> tuple[Callable, bool]:
     eps = entry_points().get(name, [])
     if name in REGISTRY:
         if eps:
-            raise LookupError(f"reward {name!r} is built in, and package {_package(eps[0])} registers the same name "
-                              f"({eps[0].value}); rename its entry point in the {ENTRY_POINT_GROUP!r} group")
+            raise LookupError(
+                f"reward {name!r} is built in, and package {_package(eps[0])} registers the same name "
+                f"({eps[0].value}); rename its entry point in the {ENTRY_POINT_GROUP!r} group"
+            )
         return REGISTRY[name], True
     if is_reference(name):
         return _import_reference(name, base_dir), False
@@ -132,10 +132,11 @@ def find(name: str, base_dir: Path) -> tuple[Callable, bool]:
         try:
             return eps[0].load(), False
         except Exception as exc:
-            raise LookupError(f"entry point {name!r} of package {_package(eps[0])} ({eps[0].value}) failed to load: "
-                              f"{type(exc).__name__}: {exc}") from exc
-    hint = difflib.get_close_matches(name, known_names(), n=1)
-    more = f"did you mean {hint[0]!r}?" if hint else "see `grpo-ext rewards ls` for the names"
+            raise LookupError(
+                f"entry point {name!r} of package {_package(eps[0])} ({eps[0].value}) failed to load: {type(exc).__name__}: {exc}"
+            ) from exc
+    hint = closest(name, known_names())
+    more = f"did you mean {hint!r}?" if hint else "see `grpo-ext rewards ls` for the names"
     raise LookupError(f"unknown reward {name!r}; {more}")
 
 
@@ -178,7 +179,9 @@ def completion_text(completion: str | list | dict) -> str:
     if isinstance(completion, dict):
         return str(completion.get("content") or "")
     if isinstance(completion, list):
-        return "".join(completion_text(m) for m in completion if not isinstance(m, dict) or m.get("role", "assistant") == "assistant")
+        return "".join(
+            completion_text(m) for m in completion if not isinstance(m, dict) or m.get("role", "assistant") == "assistant"
+        )
     return str(completion)
 
 

@@ -18,9 +18,17 @@ def _lengths(completions, completion_ids=None) -> list[int]:
 
 
 def _overlong(completions, max_length: int, soft_margin: int, completion_ids=None, **kwargs) -> list[float]:
+    return [_overlong_one(n, max_length, soft_margin) for n in _lengths(completions, completion_ids)]
+
+
+def _overlong_one(n: int, max_length: int, soft_margin: int) -> float:
+    """No penalty up to ``max_length - soft_margin`` tokens, then a linear ramp to -1 at ``max_length``."""
     start = max_length - soft_margin
-    return [0.0 if n <= start else -1.0 if n > max_length else -(n - start) / soft_margin
-            for n in _lengths(completions, completion_ids)]
+    if n <= start:
+        return 0.0
+    if n > max_length:
+        return -1.0
+    return -(n - start) / soft_margin
 
 
 @register("overlong_penalty", factory=True)
@@ -35,7 +43,9 @@ def overlong_penalty(max_length: int, soft_margin: int):
     [0.0, -0.5, -1.0, -1.0]
     """
     if not (isinstance(max_length, int) and isinstance(soft_margin, int) and 0 < soft_margin <= max_length):
-        raise ValueError(f"need integers with 0 < soft_margin <= max_length, got max_length={max_length!r}, soft_margin={soft_margin!r}")
+        raise ValueError(
+            f"need integers with 0 < soft_margin <= max_length, got max_length={max_length!r}, soft_margin={soft_margin!r}"
+        )
     return named(_overlong, "overlong_penalty", max_length=max_length, soft_margin=soft_margin)
 
 
@@ -43,7 +53,7 @@ def _repetition(completions, ngram: int, max_penalty: float, **kwargs) -> list[f
     scores = []
     for c in completions:
         words = completion_text(c).lower().split()
-        grams = [tuple(words[i:i + ngram]) for i in range(len(words) - ngram + 1)]
+        grams = [tuple(words[i : i + ngram]) for i in range(len(words) - ngram + 1)]
         scores.append(0.0 if len(set(grams)) == len(grams) else max_penalty * (1 - len(set(grams)) / len(grams)))
     return scores
 
@@ -63,10 +73,17 @@ def repetition_penalty(ngram: int = 3, max_penalty: float = -1.0):
     return named(_repetition, "repetition_penalty", ngram=ngram, max_penalty=float(max_penalty))
 
 
-def _cosine(completions, accuracy: MathAccuracy, max_length: int, correct: tuple[float, float], wrong: tuple[float, float],
-            completion_ids=None, **kwargs) -> list[float | None]:
+def _cosine(
+    completions,
+    accuracy: MathAccuracy,
+    max_length: int,
+    correct: tuple[float, float],
+    wrong: tuple[float, float],
+    completion_ids=None,
+    **kwargs,
+) -> list[float | None]:
     scores = []
-    for verdict, n in zip(accuracy(completions, **kwargs), _lengths(completions, completion_ids)):
+    for verdict, n in zip(accuracy(completions, **kwargs), _lengths(completions, completion_ids), strict=True):
         if verdict is None:
             scores.append(None)
             continue
@@ -77,8 +94,14 @@ def _cosine(completions, accuracy: MathAccuracy, max_length: int, correct: tuple
 
 
 @register("cosine_accuracy", factory=True)
-def cosine_accuracy(max_length: int, correct_short: float = 1.0, correct_long: float = 0.5,
-                    wrong_short: float = -1.0, wrong_long: float = -0.5, answer_column: str = "answer"):
+def cosine_accuracy(
+    max_length: int,
+    correct_short: float = 1.0,
+    correct_long: float = 0.5,
+    wrong_short: float = -1.0,
+    wrong_long: float = -0.5,
+    answer_column: str = "answer",
+):
     """``math_accuracy`` scaled by length along a cosine: a short right answer earns most, a short wrong one loses most.
 
     A right answer scores from ``correct_short`` (empty) down to ``correct_long`` (at ``max_length``
@@ -91,5 +114,11 @@ def cosine_accuracy(max_length: int, correct_short: float = 1.0, correct_long: f
     """
     if not isinstance(max_length, int) or max_length < 1:
         raise ValueError(f"max_length must be a positive integer, got {max_length!r}")
-    return named(_cosine, "cosine_accuracy", accuracy=MathAccuracy(answer_column), max_length=max_length,
-                 correct=(float(correct_short), float(correct_long)), wrong=(float(wrong_short), float(wrong_long)))
+    return named(
+        _cosine,
+        "cosine_accuracy",
+        accuracy=MathAccuracy(answer_column),
+        max_length=max_length,
+        correct=(float(correct_short), float(correct_long)),
+        wrong=(float(wrong_short), float(wrong_long)),
+    )

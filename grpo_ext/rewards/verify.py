@@ -68,8 +68,9 @@ class Checker:
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-        self.template = subprocess.Popen([sys.executable, "-m", "grpo_ext.rewards.verify", path], stdin=subprocess.PIPE,
-                                         stderr=subprocess.DEVNULL, env=env)
+        self.template = subprocess.Popen(
+            [sys.executable, "-m", "grpo_ext.rewards.verify", path], stdin=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
+        )
         atexit.register(self.close)
 
     def _new_worker(self) -> _Worker:
@@ -153,7 +154,10 @@ def _serve(conn: Connection, parse, verify) -> None:
             gold = None
         try:
             pred = parse(request["pred"], parsing_timeout=None) if gold else None
-            equal = None if not gold else False if _numbers_differ(gold, pred) else bool(verify(gold, pred, timeout_seconds=None))
+            if not gold:
+                equal = None
+            else:
+                equal = not _numbers_differ(gold, pred) and bool(verify(gold, pred, timeout_seconds=None))
         except Exception:  # an answer that fails to parse or compare is not a match
             equal = False
         conn.send({"equal": equal})

@@ -1,4 +1,4 @@
-"""``grpo-ext eval``: score several models on a recipe's eval prompts, side by side.
+"""The ``eval`` verb: score several models on a recipe's eval prompts, side by side.
 
     grpo-ext eval RECIPE --model A [--model B ...] [section.key=value ...] [--out DIR]
 
@@ -15,9 +15,9 @@ import json
 import time
 from pathlib import Path
 
-from grpo_ext import catalog, compat, models, report
+from grpo_ext import catalog, console, data, hardware, models, report, scoring
 from grpo_ext.errors import RunError
-from grpo_ext.recipe import Recipe
+from grpo_ext.recipe import Recipe, load
 
 FALLBACK_PROMPTS = 16
 SHOWN_PROMPTS = 3
@@ -31,115 +31,78 @@ def locate(ref: str) -> tuple[str, Path | None, Path | None]:
         return ref, None, None
     run_dir = path if (path / "final").is_dir() else None
     weights = path / "final" if run_dir else path
-    adapter_config = weights / "adapter_config.json"
-    if not adapter_config.exists():
+    if not models.has_adapter(weights):
         return str(weights.resolve()), None, run_dir
-    base = json.loads(adapter_config.read_text(encoding="utf-8")).get("base_model_name_or_path")
-    recorded = _run_model(run_dir)
-    candidates = [name for name in (base, recorded.get("name")) if name]
-    usable = [n for n in candidates if n in catalog.MODELS or Path(n).expanduser().exists()]
-    if not (usable or candidates):
-        raise RunError(f"--model {ref}: {adapter_config} names no base model; set base_model_name_or_path in it")
-    return (usable or candidates)[0], weights.resolve(), run_dir
+    recorded = models.run_model_section(run_dir) if run_dir else {}
+    return models.adapter_base(weights, recorded.get("name")), weights.resolve(), run_dir
 
 
-def _run_model(run_dir: Path | None) -> dict:
-    """The ``model:`` section a run was trained with (its recipe.yaml), or {}."""
-    import yaml
-
-    if run_dir is None or not (run_dir / "recipe.yaml").exists():
-        return {}
-    return (yaml.safe_load((run_dir / "recipe.yaml").read_text(encoding="utf-8")) or {}).get("model") or {}
-
-
-def load(ref: str, model_cfg: dict, log) -> tuple[object, object, str]:
-    """(model, tokenizer, description) for one ``--model``."""
+def load_model(ref: str, model_cfg: dict, log) -> tuple[object, object, str]:
+    """(model, tokenizer, description) for one ``--model``: a LoRA run's adapter sits on its base as in training."""
     name, adapter, run_dir = locate(ref)
-    cfg = {**model_cfg, **_run_model(run_dir), "name": name} if adapter else {**model_cfg, "name": name, "revision": None}
-    cfg.setdefault("revision", None)
+    if adapter:
+        return models.load_adapter(adapter, {**model_cfg, **models.run_model_section(run_dir)} if run_dir else model_cfg, log)
     try:
-        model, tokenizer, described = models.load(cfg, Path.cwd(), log)
+        model, tokenizer, described = models.load({**model_cfg, "name": name, "revision": None}, Path.cwd(), log)
     except RunError as exc:
         if name in catalog.MODELS or Path(name).expanduser().exists():
             raise
         reason = str(exc).split(": could not load ", 1)[-1]
-        raise RunError(f"--model {ref}: no such file or directory, and not loadable as a hub id {reason}; "
-                       f"pass a catalog alias, a local path or a run directory") from None
-    if adapter:
-        from peft import PeftModel
-
-        model = PeftModel.from_pretrained(model, str(adapter)).merge_and_unload()
-        described = f"LoRA adapter {adapter} on {described}"
-    elif run_dir:
-        described = f"run {run_dir} (final/)"
-    return model, tokenizer, described
+        raise RunError(
+            f"--model {ref}: no such file or directory, and not loadable as a hub id {reason}; "
+            f"pass a catalog alias, a local path or a run directory"
+        ) from None
+    return model, tokenizer, f"run {run_dir} (final/)" if run_dir else described
 
 
 def eval_rows(recipe: Recipe, chat: bool, log) -> list[dict]:
-    from grpo_ext import data
+    """The recipe's held-out rows; without any, the first training rows (said so)."""
+    rows = data.eval_rows(recipe["data"])
+    if not rows:
+        rows = data.train_rows(recipe["data"], recipe.base_dir)[:FALLBACK_PROMPTS]
+        log(f"eval: the recipe has no held-out prompts; scoring the first {len(rows)} training prompts (not held out)")
+    return data.formatted(rows, recipe["data"], chat)
 
-    if recipe["data"]["eval_prompts"]:
-        return list(data.dataset(recipe["data"], recipe.base_dir, chat, key="eval_prompts"))
-    rows = list(data.dataset(recipe["data"], recipe.base_dir, chat))[:FALLBACK_PROMPTS]
-    log(f"eval: the recipe has no data.eval_prompts; scoring the first {len(rows)} training prompts (not held out)")
-    return rows
 
-
-def compare(recipe: Recipe, refs: list[str], funcs: list, log) -> dict:
+def compare(recipe: Recipe, refs: list[str], log) -> dict:
     """Evaluate each model in turn; the result keeps every model's scores under its ``--model`` label."""
-    from grpo_ext import data, evaluate
-    from grpo_ext.train import device_defaults
-
-    training = recipe["training"]
-    cfg = recipe["eval"]
-    temperature = cfg["temperature"] if cfg["temperature"] is not None else compat.effective(training, "temperature")
-    max_new = cfg["max_new_tokens"] or compat.effective(training, "max_completion_length")
-    result = {"recipe": str(recipe.path), "samples": cfg["samples"], "temperature": temperature,
-              "max_new_tokens": max_new, "pass_threshold": cfg["pass_threshold"], "seed": recipe["seed"],
-              "held_out": bool(recipe["data"]["eval_prompts"]), "models": {}}
-    precision = {key: training[key] for key in ("bf16", "fp16") if key in training}
-    device_defaults(precision, recipe)  # the arithmetic training would use here: bf16 autocast or float32
-    result["bf16"] = bool(precision.get("bf16"))
+    s = scoring.settings(recipe, bf16=hardware.uses_bf16(recipe["training"], recipe["model"]))  # the run's arithmetic
+    result = {
+        "recipe": str(recipe.path),
+        "samples": s.samples,
+        "temperature": s.temperature,
+        "max_new_tokens": s.max_new_tokens,
+        "pass_threshold": s.pass_threshold,
+        "seed": s.seed,
+        "held_out": bool(data.eval_rows(recipe["data"])),
+        "bf16": s.bf16,
+        "models": {},
+    }
     for ref in refs:
-        model, tokenizer, described = load(ref, recipe["model"], log)
+        model, tokenizer, described = load_model(ref, recipe["model"], log)
         chat = data.use_chat(recipe["data"], tokenizer)
         rows = eval_rows(recipe, chat, log)
         t0 = time.monotonic()
-        scores = evaluate.evaluate(model, tokenizer, rows, funcs, cfg, chat=chat, temperature=temperature,
-                                   max_new_tokens=max_new, seed=recipe["seed"], bf16=result["bf16"])
+        scores = scoring.evaluate(model, tokenizer, rows, recipe.reward_funcs, s, chat=chat)
         scores.update(model=described, seconds=round(time.monotonic() - t0, 1))
         result["models"][ref] = scores
         result["prompts"] = scores["prompts"]
-        log(f"eval {ref}: " + ", ".join(f"{k} pass rate {v['pass_rate']}" for k, v in scores["rewards"].items())
-            + f" ({scores['samples']} samples, {scores['seconds']} s)")
+        log(
+            f"eval {ref}: "
+            + ", ".join(f"{k} pass rate {v['pass_rate']}" for k, v in scores["rewards"].items())
+            + f" ({scores['samples']} samples, {scores['seconds']} s)"
+        )
         del model
         gc.collect()
     return result
 
 
-def _fmt(value, digits: int = 3) -> str:
-    return "-" if value is None else f"{value:.{digits}f}"
-
-
 def headline(result: dict) -> str:
     prompts = "held-out eval prompts" if result["held_out"] else "training prompts (no eval_prompts in the recipe)"
-    return (f"{result.get('prompts', 0)} {prompts} x {result['samples']} samples, temperature {result['temperature']}"
-            f"{', bf16 autocast' if result.get('bf16') else ''}, a sample passes when it scores at least {result['pass_threshold']}")
-
-
-def table(result: dict) -> list[str]:
-    """Per reward, mean and pass rate for each model side by side; then mean completion length."""
-    labels = list(result["models"])
-    width = max([18, *(len(label) + 2 for label in labels)])
-    names = list(dict.fromkeys(n for scores in result["models"].values() for n in scores["rewards"]))
-    lines = [f"{'':<24}" + "".join(f"{label:>{width}}" for label in labels),
-             f"{'reward':<24}" + "".join(f"{'mean':>{width - 8}}{'pass':>8}" for _ in labels)]
-    for name in names:
-        cells = [result["models"][label]["rewards"].get(name, {}) for label in labels]
-        lines.append(f"{name:<24}" + "".join(f"{_fmt(c.get('mean')):>{width - 8}}{_fmt(c.get('pass_rate')):>8}" for c in cells))
-    lines.append(f"{'mean length (tokens)':<24}"
-                 + "".join(f"{_fmt(result['models'][label].get('mean_length'), 1):>{width - 8}}{'':>8}" for label in labels))
-    return [line.rstrip() for line in lines]
+    return (
+        f"{result.get('prompts', 0)} {prompts} x {result['samples']} samples, temperature {result['temperature']}"
+        f"{', bf16 autocast' if result.get('bf16') else ''}, a sample passes when it scores at least {result['pass_threshold']}"
+    )
 
 
 def sample_lines(result: dict) -> list[str]:
@@ -160,16 +123,15 @@ def sample_lines(result: dict) -> list[str]:
 
 def markdown(result: dict) -> str:
     labels = list(result["models"])
-    names = list(dict.fromkeys(n for scores in result["models"].values() for n in scores["rewards"]))
-    lines = ["# Eval: " + ", ".join(f"`{label}`" for label in labels), "",
-             f"Recipe `{result['recipe']}`: {headline(result)}.", "", "## Scores", "",
-             "| reward | " + " | ".join(f"{label}: mean | {label}: pass rate" for label in labels) + " |",
-             "|---|" + "---:|---:|" * len(labels)]
-    for name in names:
-        cells = [result["models"][label]["rewards"].get(name, {}) for label in labels]
-        lines.append(f"| {name} | " + " | ".join(f"{_fmt(c.get('mean'))} | {_fmt(c.get('pass_rate'))}" for c in cells) + " |")
-    lines.append("| mean completion length (tokens) | "
-                 + " | ".join(f"{_fmt(result['models'][label].get('mean_length'), 1)} | " for label in labels) + " |")
+    lines = [
+        "# Eval: " + ", ".join(f"`{label}`" for label in labels),
+        "",
+        f"Recipe `{result['recipe']}`: {headline(result)}.",
+        "",
+        "## Scores",
+        "",
+    ]
+    lines += report.score_markdown(result["models"])
     lines += ["", "## Models", ""] + [f"- `{label}`: {result['models'][label]['model']}" for label in labels]
     lines += ["", "## Sample completions", ""] + report.samples_markdown(result["models"])
     return "\n".join(lines).rstrip() + "\n"
@@ -186,3 +148,24 @@ def write(result: dict, out: Path) -> tuple[Path, Path]:
     as_json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     as_md.write_text(markdown(result), encoding="utf-8")
     return as_json, as_md
+
+
+def evaluate_models(
+    recipe: str | Path | Recipe,
+    refs: list[str],
+    overrides: list[str] | tuple = (),
+    *,
+    out: str | Path | None = None,
+    verbose: bool = False,
+    log=console.say,
+) -> dict:
+    """Score each model (alias, hub id, local path or run directory) on the recipe's eval prompts with its
+    rewards; print the table and a few samples; write eval.json and eval.md to ``out``. Returns the result."""
+    recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
+    console.quiet_third_parties(verbose)
+    result = compare(recipe, list(dict.fromkeys(refs)), log)
+    print(f"eval: {headline(result)}")
+    print("\n".join(report.score_table(result["models"]) + [""] + sample_lines(result)))
+    as_json, as_md = write(result, Path(out) if out else default_out(recipe))
+    log(f"wrote {as_json} and {as_md}")
+    return result

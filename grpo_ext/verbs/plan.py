@@ -1,4 +1,6 @@
-"""``grpo-ext plan RECIPE [key=value ...] [--gpu-memory 8GiB]``: will this recipe fit, and what to change if not.
+"""The ``plan`` verb: will this recipe fit, and what to change if not.
+
+    grpo-ext plan RECIPE [key=value ...] [--gpu-memory 8GiB]
 
 The model is built on PyTorch's meta device from its ``config.json`` (no weights are read), which gives
 the exact parameter count and every linear layer LoRA would wrap. The estimate adds up, per process:
@@ -24,7 +26,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from grpo_ext import adapters, compat, console, data, model_source
 from grpo_ext.errors import RecipeError
+from grpo_ext.recipe import apply_overrides, load, locate, read_yaml, validate
 
 MIB = 1024**2
 GIB = 1024**3
@@ -65,13 +69,13 @@ def fmt(n: float) -> str:
 
 def config_dir(model_cfg: dict, base_dir: Path) -> Path:
     """The folder holding the model's config.json, without downloading anything."""
-    from grpo_ext import models
-
-    source = models.resolve(model_cfg["name"], base_dir)
+    source = model_source.resolve(model_cfg["name"], base_dir)
     if source.kind in ("alias", "gguf"):
-        ckpt = models.checkpoint_dir(source)
-        if not models.is_cached(source):
-            raise RecipeError(f"model.name: {source.ref} is not converted yet; train once (the first run converts it) and plan again")
+        ckpt = model_source.checkpoint_dir(source)
+        if not model_source.is_cached(source):
+            raise RecipeError(
+                f"model.name: {source.ref} is not converted yet; train once (the first run converts it) and plan again"
+            )
         return ckpt
     if source.kind == "local":
         if not (Path(source.ref) / "config.json").is_file():
@@ -81,8 +85,10 @@ def config_dir(model_cfg: dict, base_dir: Path) -> Path:
 
     found = try_to_load_from_cache(source.ref, "config.json", revision=model_cfg.get("revision"))
     if not isinstance(found, str):
-        raise RecipeError(f"model.name: config.json of {source.ref!r} is not in the local hub cache; run "
-                          f"`hf download {source.ref} config.json` where the hub is reachable, or plan with model.name=LOCAL_DIR")
+        raise RecipeError(
+            f"model.name: config.json of {source.ref!r} is not in the local hub cache; run "
+            f"`hf download {source.ref} config.json` where the hub is reachable, or plan with model.name=LOCAL_DIR"
+        )
     return Path(found).parent
 
 
@@ -94,8 +100,11 @@ def model_shape(folder: Path, trust_remote_code: bool = False) -> Shape:
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, trust_remote_code=trust_remote_code)
     head = model.get_output_embeddings()
-    linears = tuple((name, m.in_features, m.out_features) for name, m in model.named_modules()
-                    if isinstance(m, torch.nn.Linear) and m is not head)
+    linears = tuple(
+        (name, m.in_features, m.out_features)
+        for name, m in model.named_modules()
+        if isinstance(m, torch.nn.Linear) and m is not head
+    )
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
     heads = text.num_attention_heads
     head_dim = getattr(text, "head_dim", None) or text.hidden_size // heads
@@ -113,10 +122,8 @@ def model_shape(folder: Path, trust_remote_code: bool = False) -> Shape:
 
 def prompt_tokens(recipe, folder: Path) -> int:
     """Tokens in the longest training or eval prompt as the model sees it (chat template applied)."""
-    from grpo_ext import data
-
-    texts = [r["prompt"] for r in data.rows(recipe["data"], recipe.base_dir)[:2000]]
-    texts += [r["prompt"] for r in data.rows(recipe["data"], recipe.base_dir, key="eval_prompts")]
+    texts = [r["prompt"] for r in data.train_rows(recipe["data"], recipe.base_dir)[:2000]]
+    texts += [r["prompt"] for r in data.eval_rows(recipe["data"])]
     system = recipe["data"]["system_prompt"]
     if not any((folder / name).is_file() for name in ("tokenizer.json", "tokenizer.model", "vocab.json")):
         return (max(len(t) for t in texts) + len(system or "")) // 3 + 32  # about 3 characters a token, plus a template
@@ -127,7 +134,11 @@ def prompt_tokens(recipe, folder: Path) -> int:
     longest = 0
     for text in texts:
         prompt = data.format_prompt(text, system, chat)
-        ids = tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True) if chat else tokenizer(prompt)["input_ids"]
+        ids = (
+            tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True)
+            if chat
+            else tokenizer(prompt)["input_ids"]
+        )
         ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
         longest = max(longest, len(ids))
     return longest
@@ -150,11 +161,10 @@ def lora_params(shape: Shape, settings: dict) -> int:
 
 def estimate(recipe, shape: Shape, prompt_len: int, device: str) -> list[tuple[str, int, str]]:
     """(component, bytes, how) for one training process of ``recipe`` on ``device`` ('cpu' or 'cuda')."""
-    from grpo_ext import adapters, compat
-
     model_cfg, training = recipe["model"], recipe["training"]
     dtype = model_cfg["dtype"]
-    dtype = ("bfloat16" if device == "cuda" else "float32") if dtype == "auto" else dtype
+    if dtype == "auto":
+        dtype = "bfloat16" if device == "cuda" else "float32"
     b = 4 if dtype == "float32" else 2
     quant = model_cfg["quantization"]
     lora = adapters.lora_settings(model_cfg)
@@ -166,14 +176,23 @@ def estimate(recipe, shape: Shape, prompt_len: int, device: str) -> list[tuple[s
     if quant:
         rest = shape.params - shape.linear_params
         weights = int(shape.linear_params * QUANT_BYTES[quant] + rest * b)
-        rows.append(("weights", weights, f"{shape.linear_params / 1e6:.0f}M linear params in {quant}, {rest / 1e6:.0f}M in {dtype}"))
+        rows.append(
+            ("weights", weights, f"{shape.linear_params / 1e6:.0f}M linear params in {quant}, {rest / 1e6:.0f}M in {dtype}")
+        )
     else:
         rows.append(("weights", shape.params * b, f"{shape.params / 1e6:.0f}M params in {dtype}"))
     trainable = lora_params(shape, lora) if lora else shape.params
-    tb = (2 if quant else 4) if lora else b
+    tb = b  # bytes per trainable value: the weights' dtype; LoRA adapters are fp32, bf16 over a quantized base
+    if lora:
+        tb = 2 if quant else 4
     state = 1 if "8bit" in str(get("optim") or "") else tb
-    rows.append(("gradients + AdamW", trainable * (tb + 2 * state),
-                 f"{trainable / 1e6:.1f}M trainable ({'LoRA r=' + str(lora['r']) if lora else 'all'}), grads + 2 moments"))
+    rows.append(
+        (
+            "gradients + AdamW",
+            trainable * (tb + 2 * state),
+            f"{trainable / 1e6:.1f}M trainable ({'LoRA r=' + str(lora['r']) if lora else 'all'}), grads + 2 moments",
+        )
+    )
 
     completion = get("max_completion_length")
     seq = prompt_len + completion
@@ -217,7 +236,6 @@ def total(rows) -> int:
 def alternatives(recipe) -> list[list[str]]:
     """Override sets that lower memory, in the order worth trying."""
     model, training = recipe["model"], recipe["training"]
-    from grpo_ext import compat
 
     def get(key):
         return compat.effective(training, key)
@@ -231,7 +249,9 @@ def alternatives(recipe) -> list[list[str]]:
         options.append(["training.gradient_checkpointing=true"])
     g, batch, accum = get("num_generations"), get("per_device_train_batch_size"), get("gradient_accumulation_steps")
     if batch >= 2:
-        options.append([f"training.per_device_train_batch_size={batch // 2}", f"training.gradient_accumulation_steps={accum * 2}"])
+        options.append(
+            [f"training.per_device_train_batch_size={batch // 2}", f"training.gradient_accumulation_steps={accum * 2}"]
+        )
     if g >= 4:
         options.append([f"training.num_generations={g // 2}", f"training.per_device_train_batch_size={max(1, batch // 2)}"])
     c = get("max_completion_length")
@@ -240,14 +260,13 @@ def alternatives(recipe) -> list[list[str]]:
     return [[o for o in opt if o] for opt in options]
 
 
-def main(ref: str, overrides: list[str], gpu_memory: str | None, device: str | None) -> int:
-    from grpo_ext.recipe import apply_overrides, load, locate, read_yaml, validate
-    from grpo_ext.train import quiet_third_parties
-
-    quiet_third_parties(verbose=False)
+def plan(ref: str, overrides: list[str] | tuple = (), gpu_memory: str | None = None, device: str | None = None) -> bool | None:
+    """Print the memory estimate of a recipe per process; with ``gpu_memory``, whether it fits there (and what
+    would make it fit). Returns True or False for a budget, None without one."""
+    console.quiet_third_parties(verbose=False)
     budget = parse_size(gpu_memory) if gpu_memory else None
     device = device or ("cuda" if budget else "cpu")
-    recipe = load(ref, overrides)
+    recipe = load(ref, list(overrides))
     folder = config_dir(recipe["model"], recipe.base_dir)
     shape = model_shape(folder, recipe["model"]["trust_remote_code"])
     prompt_len = prompt_tokens(recipe, folder)
@@ -259,10 +278,10 @@ def main(ref: str, overrides: list[str], gpu_memory: str | None, device: str | N
     peak = total(rows)
     print(f"  {'total':<20} {fmt(peak):>10}")
     if budget is None:
-        return 0
+        return None
     if peak <= budget:
         print(f"fits in {fmt(budget)} ({fmt(budget - peak)} to spare)")
-        return 0
+        return True
     print(f"does not fit in {fmt(budget)} (over by {fmt(peak - budget)}); each change below, alone, would give:")
     doc = apply_overrides(read_yaml(locate(ref)), overrides)
     tried = []
@@ -281,4 +300,4 @@ def main(ref: str, overrides: list[str], gpu_memory: str | None, device: str | N
             print(f"  {' '.join(combined):<78} {fmt(n):>10}  {'fits' if n <= budget else 'still over'}")
         except RecipeError:
             pass
-    return 1
+    return False

@@ -1,0 +1,108 @@
+"""While a run trains: each step's metrics appended to metrics.jsonl, and the progress a person watches
+(a bar on a terminal, one line per step elsewhere)."""
+
+import json
+import sys
+import time
+from pathlib import Path
+
+
+def _num(value):
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return value
+
+
+def step_stats(record: dict, each_reward: bool = True) -> str:
+    """``reward 0.812  digit_exact 0.750  kl 0.0012  len 2.1`` for one metrics record."""
+    parts = [f"reward {record['reward']:.3f}"]
+    if each_reward:
+        parts += [f"{k.split('/')[1]} {v:.3f}" for k, v in record.items() if k.startswith("rewards/") and k.endswith("/mean")]
+    if isinstance(record.get("kl"), float):
+        parts.append(f"kl {record['kl']:.4f}")
+    if isinstance(record.get("completions/mean_length"), float):
+        parts.append(f"len {record['completions/mean_length']:.1f}")
+    return "  ".join(parts)
+
+
+class LineProgress:
+    """One line per logged step: readable in CI logs and files, where a redrawn bar is not."""
+
+    def __init__(self, log):
+        self.log, self.started = log, time.monotonic()
+
+    def update(self, step: int, total: int, record: dict) -> None:
+        per_step = (time.monotonic() - self.started) / max(step, 1)
+        left = per_step * max(total - step, 0)
+        self.log(f"step {step}/{total}  {step_stats(record)}  {per_step:.1f} s/step, {left:.0f} s left")
+
+    def stop(self) -> None:
+        pass
+
+
+class BarProgress:
+    """A single rich progress bar on a terminal; log lines printed meanwhile scroll above it."""
+
+    def __init__(self, total: int, console=None):
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(
+            TextColumn("step"),
+            MofNCompleteColumn(),
+            BarColumn(bar_width=16),
+            TextColumn("{task.fields[stats]}"),
+            TextColumn("eta"),
+            TimeRemainingColumn(),
+            console=console or Console(stderr=True),
+        )
+        self.task = self.bar.add_task("train", total=total, stats="")
+        self.bar.start()
+
+    def update(self, step: int, total: int, record: dict) -> None:
+        self.bar.update(self.task, completed=step, total=total, stats=step_stats(record, each_reward=False))
+
+    def stop(self) -> None:
+        self.bar.stop()
+
+
+class MetricsLog:
+    """A transformers TrainerCallback (built lazily so this module imports without transformers).
+
+    Appends each training log to ``metrics.jsonl`` (main process only) and shows progress: a bar
+    when stderr is a terminal, else one line per step. ``live`` forces either.
+    """
+
+    def __new__(cls, path: Path, is_main: bool, log=print, live: bool | None = None, console=None):
+        from transformers import TrainerCallback
+
+        class _Callback(TrainerCallback):
+            def __init__(self):
+                self.path, self.is_main, self.log = path, is_main, log
+                self.live = sys.stderr.isatty() if live is None else live
+                self.rewards: list[tuple[int, float]] = []
+                self.progress = None
+
+            def on_train_begin(self, args, state, control, **kwargs):
+                if self.is_main:
+                    self.progress = BarProgress(state.max_steps, console) if self.live else LineProgress(self.log)
+
+            def on_log(self, args, state, control, logs=None, **kwargs):
+                if not logs or "reward" not in logs:
+                    return
+                record = {"step": state.global_step, **{k: _num(v) for k, v in logs.items()}}
+                self.rewards.append((state.global_step, record["reward"]))
+                if not self.is_main:
+                    return
+                with open(self.path, "a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(record) + "\n")
+                if self.progress is not None:
+                    self.progress.update(state.global_step, state.max_steps, record)
+
+            def on_train_end(self, args, state, control, **kwargs):
+                if self.progress is not None:
+                    self.progress.stop()
+                    self.progress = None
+
+        return _Callback()

@@ -1,0 +1,64 @@
+"""GRPOConfig and GRPOTrainer for the installed TRL, built from a validated recipe.
+
+``compat`` says what each recipe key means on this TRL (the version tables); this module turns the result
+into TRL's objects. It imports TRL only inside the functions that build them.
+"""
+
+import dataclasses
+import inspect
+
+from grpo_ext import compat
+from grpo_ext.errors import RunError
+from grpo_ext.recipe import Recipe
+
+
+def config_kwargs(recipe: Recipe, present: set[str] | None = None) -> tuple[dict, list[str], dict[str, str]]:
+    """GRPOConfig kwargs for the installed TRL (``present``: its real fields, else the field table decides).
+
+    Returns (kwargs, announcements, passed) as :func:`compat.translate` does, with the reward weights,
+    output directory and seed added.
+    """
+    kwargs, notes, passed = compat.translate(dict(recipe["training"]), present=present)
+    kwargs["reward_weights"] = recipe.weights
+    kwargs["output_dir"] = recipe["output_dir"]
+    kwargs["seed"] = recipe["seed"]
+    return kwargs, notes, passed
+
+
+def config_fields() -> set[str]:
+    """The installed GRPOConfig's real field names (imports TRL)."""
+    from trl import GRPOConfig
+
+    return {f.name for f in dataclasses.fields(GRPOConfig)}
+
+
+def make_config(kwargs: dict):
+    """GRPOConfig from translated kwargs; a key this TRL lacks is refused in one line."""
+    from trl import GRPOConfig
+
+    unknown = sorted(set(kwargs) - config_fields())
+    if unknown:
+        raise RunError(
+            f"training.{unknown[0]}: trl {compat.trl_version()} with transformers {compat.transformers_version()} "
+            f"has no such GRPOConfig key; remove it from the recipe"
+        )
+    return GRPOConfig(**kwargs)
+
+
+def make_trainer(*, model, reward_funcs, args, train_dataset, tokenizer, callbacks=None, **features):
+    """Build GRPOTrainer with keywords only. The tokenizer goes to ``processing_class`` or ``tokenizer``,
+    whichever the signature has; optional features (peft_config, quantization_config, ...) are passed
+    only when set, and one this TRL does not take is refused in one line."""
+    from trl import GRPOTrainer
+
+    params = inspect.signature(GRPOTrainer.__init__).parameters
+    kwargs = {"model": model, "reward_funcs": reward_funcs, "args": args, "train_dataset": train_dataset, "callbacks": callbacks}
+    kwargs["processing_class" if "processing_class" in params else "tokenizer"] = tokenizer
+    for name, value in features.items():
+        if value is None:
+            continue
+        if name not in params:
+            need = compat.TRAINER_ADDED.get(name, str(compat.MIN_TRL))
+            raise RunError(f"GRPOTrainer of trl {compat.trl_version()} takes no {name}; run: pip install -U 'trl>={need}'")
+        kwargs[name] = value
+    return GRPOTrainer(**kwargs)

@@ -1,0 +1,275 @@
+"""Train a model with GRPO from a recipe: the ``train`` verb.
+
+    summary = grpo_ext.train("recipes/digit.yaml", overrides=["training.max_steps=4"])
+    grpo-ext train recipes/digit.yaml training.max_steps=4      # the same from a shell
+    python -m grpo_ext.train recipes/digit.yaml                  # the same
+
+GRPO (Group Relative Policy Optimization) samples a group of completions per prompt, scores each with
+the recipe's reward functions, and pushes the policy towards the completions that beat their group's
+mean; there is no value network. TRL's GRPOTrainer does the work. A run goes through four phases, each
+a function below: build (GRPOConfig, model, data, trainer), eval before, train, finish (eval after,
+final weights, report).
+"""
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from grpo_ext import (
+    adapters,
+    compat,
+    console,
+    data,
+    generators,
+    hardware,
+    launch,
+    model_source,
+    models,
+    progress,
+    report,
+    rundir,
+    scoring,
+    trainer,
+)
+from grpo_ext.errors import RecipeError, RunError
+from grpo_ext.recipe import Recipe, load
+from grpo_ext.rewards import guard
+
+
+def train(
+    recipe: str | Path | Recipe,
+    overrides: list[str] | tuple = (),
+    *,
+    overwrite: bool = False,
+    resume: bool = False,
+    verbose: bool = False,
+    callbacks: list | None = None,
+) -> dict:
+    """Train from a recipe (a path, a shipped recipe's name, or a loaded Recipe); return the run's summary.
+
+    ``overrides`` are ``section.key=value`` strings; ``callbacks`` are transformers TrainerCallbacks added to
+    the trainer. Raises RecipeError for bad input (nothing written), RunError for a failure while running,
+    KeyboardInterrupt when interrupted (the run directory keeps what was saved and says so).
+    """
+    completed = False
+    try:
+        recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
+        missing = adapters.missing_packages(recipe["model"])
+        if missing:
+            raise RecipeError(missing, str(recipe.path))
+        auto = recipe["resume"] in (True, "auto") and not overwrite
+        prepared = launch.on_main_first(lambda: rundir.prepare(recipe["output_dir"], overwrite=overwrite, resume=resume or auto))
+        summary = run(recipe, prepared, verbose, callbacks)
+        completed = True
+        return summary
+    finally:
+        launch.close(completed)
+
+
+def _training_data(d: dict) -> str:
+    if d["file"]:
+        return f"file {d['file']}"
+    if d["source"]:
+        return f"generator {d['source']}"
+    if d["hub"]:
+        return f"hub dataset {d['hub']} (split {d['hub_split']}; not fetched by a dry run)"
+    return f"{len(d['prompts'])} prompts"
+
+
+def _eval_prompts(d: dict) -> str:
+    if d["eval_prompts"] is not None:
+        n = len(d["eval_prompts"])
+    elif d["source"]:
+        n = len(generators.generated(d)[1])
+    elif d["hub"] and d["eval_split"]:
+        n = d["eval_size"]
+    else:
+        n = 0
+    return f"{n} eval prompt{'' if n == 1 else 's'}"
+
+
+def dry_run(recipe: Recipe) -> None:
+    """Print what a run of ``recipe`` would do: model, rewards, data, the effective GRPOConfig. Loads no weights."""
+    kwargs, notes, passed = trainer.config_kwargs(recipe)
+    source = model_source.resolve(recipe["model"]["name"], recipe.base_dir)
+    cached = model_source.checkpoint_dir(source)
+    state = ""
+    if cached is not None:
+        state = f"; cached at {cached}" if model_source.is_cached(source) else "; first run fetches and converts it"
+    d = recipe["data"]
+    print(f"recipe: {recipe.path} (valid)")
+    print(f"model: {source.describe()}{state}")
+    print(f"training: {adapters.describe(recipe['model'])}")
+    print("rewards: " + ", ".join(f"{f.__name__} (weight {w})" for f, w in zip(recipe.reward_funcs, recipe.weights, strict=True)))
+    print(f"data: {_training_data(d)}; {_eval_prompts(d)}; chat format: {d['chat']}")
+    print(f"output_dir: {recipe['output_dir']}")
+    table = compat.table_for()
+    print(
+        f"trl {compat.trl_version()}, transformers {compat.transformers_version()}: effective GRPOConfig "
+        f"(TRL defaults from the table of trl {table['trl']} with transformers {table['transformers']})"
+    )
+    rows = compat.effective_rows(recipe["training"], passed)
+    rows += [
+        ("reward_weights", kwargs["reward_weights"], "recipe: rewards[i].weight"),
+        ("output_dir", kwargs["output_dir"], "recipe: output_dir"),
+        ("seed", kwargs["seed"], "recipe: seed" if "seed" in recipe.given else "grpo_ext default"),
+    ]
+    for key, value, origin in rows:
+        print(f"  {key:<32} {json.dumps(value, ensure_ascii=False)[:60]:<24}  {origin}")
+    print(
+        "  use_cpu, bf16                    decided at launch from the device unless set (no GPU: use_cpu=true; "
+        "bf16=true on a GPU or CPU with native bf16)"
+    )
+    for note in notes + adapters.missing_packages(recipe["model"]):
+        print(f"note: {note}")
+
+
+@dataclass
+class Run:
+    """What the phases of one run share."""
+
+    recipe: Recipe
+    prepared: rundir.Prepared
+    grpo: object  # the GRPOTrainer
+    tokenizer: object
+    chat: bool
+    eval_rows: list[dict]
+    eval_settings: scoring.Settings
+    metrics: object  # the progress.MetricsLog callback
+    summary: dict
+    is_main: bool
+    log: object
+
+    @property
+    def dir(self) -> Path:
+        return self.prepared.path
+
+
+def _silent(_message: str) -> None:
+    pass
+
+
+def _config(recipe: Recipe, log):
+    """GRPOConfig for this TRL and this machine (announced), and the save_total_limit rundir applies itself."""
+    kwargs, notes, _ = trainer.config_kwargs(recipe, trainer.config_fields())
+    for note in notes + hardware.device_defaults(kwargs, recipe["model"]):
+        log(note)
+    keep = kwargs.get("save_total_limit")
+    return trainer.make_config({**kwargs, "save_total_limit": None}), keep  # TRL's own rotation off
+
+
+def _datasets(recipe: Recipe, tokenizer, log) -> tuple[bool, object, list[dict]]:
+    """(chat format or not, the training dataset, the formatted eval rows)."""
+    d = recipe["data"]
+    chat = data.use_chat(d, tokenizer)
+    train_set = data.dataset(data.train_rows(d, recipe.base_dir), d, chat)
+    eval_rows = data.formatted(data.eval_rows(d), d, chat) if recipe["eval"]["enabled"] else []
+    log(f"data: {len(train_set)} training prompts, {len(eval_rows)} eval prompts, {'chat messages' if chat else 'plain text'}")
+    return chat, train_set, eval_rows
+
+
+def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> Run:
+    """Phase 1: GRPOConfig for this TRL and machine, model and tokenizer, datasets, the trainer; record the run."""
+    from transformers import PrinterCallback, set_seed
+
+    processes = launch.state()
+    is_main = processes.is_main_process
+    log = console.say if is_main else _silent
+    args, keep = _config(recipe, log)
+    set_seed(recipe["seed"])
+    model, tokenizer, described = models.load(recipe["model"], recipe.base_dir, log)
+    log(f"training: {adapters.describe(recipe['model'])}")
+    chat, train_set, eval_rows = _datasets(recipe, tokenizer, log)
+    metrics = progress.MetricsLog(prepared.path / "metrics.jsonl", is_main, log)
+    own = [guard.error_counter(recipe.reward_funcs), metrics, rundir.marker_callback(is_main, keep)]
+    grpo = trainer.make_trainer(
+        model=model,
+        reward_funcs=recipe.reward_funcs,
+        args=args,
+        train_dataset=train_set,
+        tokenizer=tokenizer,
+        peft_config=models.lora_config(recipe["model"]),
+        callbacks=own + list(callbacks or []),
+    )
+    if args.disable_tqdm:
+        grpo.remove_callback(PrinterCallback)  # our own progress line replaces the raw log dicts
+    summary = report.new_summary(str(recipe.path), described, processes.num_processes)
+    if is_main:
+        (prepared.path / "recipe.yaml").write_text(recipe.to_yaml(), encoding="utf-8")
+        report.write_summary(prepared.path, summary)
+    settings = scoring.settings(recipe, bf16=args.bf16)
+    return Run(recipe, prepared, grpo, tokenizer, chat, eval_rows, settings, metrics, summary, is_main, log)
+
+
+def evaluate(r: Run, label: str) -> dict | None:
+    """Phases 2 and 4: score the held-out rows with the rewards, under training's arithmetic; None without eval."""
+    if not r.eval_rows or not r.is_main:
+        return None
+    t0 = time.monotonic()
+    result = scoring.evaluate(r.grpo.model, r.tokenizer, r.eval_rows, r.recipe.reward_funcs, r.eval_settings, chat=r.chat)
+    result["seconds"] = round(time.monotonic() - t0, 1)
+    rates = ", ".join(f"{k} {v['pass_rate']}" for k, v in result["rewards"].items())
+    r.log(f"eval {label}: pass rate {rates} ({result['samples']} samples, {result['seconds']} s)")
+    return result
+
+
+def optimize(r: Run) -> None:
+    """Phase 3: TRL's training loop, from the last complete checkpoint when resuming."""
+    args, resume_from = r.grpo.args, r.prepared.resume_from
+    if resume_from:
+        r.log(f"resuming from {resume_from.name}; metrics.jsonl kept up to step {rundir.step_of(resume_from)}")
+    r.log(
+        f"training: {args.max_steps if args.max_steps > 0 else 'epochs'} steps of {args.per_device_train_batch_size} "
+        f"completions ({args.num_generations} per prompt); metrics in {r.dir / 'metrics.jsonl'}"
+    )
+    t0 = time.monotonic()
+    r.grpo.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
+    r.summary["train_seconds"] = round(time.monotonic() - t0, 1)
+    r.summary["steps"] = r.grpo.state.global_step
+    rewards = [line["reward"] for line in rundir.read_metrics(r.dir / "metrics.jsonl")] or [x for _, x in r.metrics.rewards]
+    if rewards:
+        r.summary["reward_first"], r.summary["reward_last"] = rewards[0], rewards[-1]
+
+
+def finish(r: Run) -> None:
+    """Phase 4: eval after, the final weights (or adapter) in ``final/``, summary and report."""
+    r.summary["eval_after"] = evaluate(r, "after")
+    r.grpo.save_model(str(r.dir / "final"))  # every process: sharded engines gather the weights; only the main one writes
+    if not r.is_main:
+        return
+    r.tokenizer.save_pretrained(str(r.dir / "final"))
+    r.summary["status"] = "completed"
+    report.finish(r.dir, r.summary, r.log)
+    for line in report.score_table({"before": r.summary["eval_before"], "after": r.summary["eval_after"]}):
+        print(line)
+    r.log(f"done in {r.summary['train_seconds']} s of training; run directory {r.dir}")
+
+
+def _stopped(r: Run, status: str, error: str | None = None) -> None:
+    """Record a run that ended early (summary, report) before the error goes up."""
+    r.summary["status"] = status
+    if error:
+        r.summary["error"] = error[:500]
+    if r.is_main:
+        report.finish(r.dir, r.summary, r.log)
+
+
+def run(recipe: Recipe, prepared: rundir.Prepared, verbose: bool = False, callbacks: list | None = None) -> dict:
+    """The four phases in order; a failure or an interrupt after the build is recorded in the run directory."""
+    console.quiet_third_parties(verbose)
+    r = build(recipe, prepared, callbacks)
+    try:
+        r.summary["eval_before"] = (prepared.previous or {}).get("eval_before") or evaluate(r, "before")
+        optimize(r)
+    except KeyboardInterrupt:
+        _stopped(r, "interrupted")
+        raise
+    except (RunError, RecipeError) as exc:
+        _stopped(r, "failed", f"{type(exc).__name__}: {exc}")
+        raise
+    except Exception as exc:
+        _stopped(r, "failed", f"{type(exc).__name__}: {exc}")
+        raise RunError(f"training failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+    finish(r)
+    return r.summary

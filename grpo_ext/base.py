@@ -74,6 +74,11 @@ def resolve_path(text: str, base_dir: Path) -> Path:
     return path if path.is_absolute() else base_dir / path
 
 
+def fmt(value, digits: int = 3) -> str:
+    """A score for a table or a progress line: ``0.125``, or ``-`` when there is none (nothing was judged)."""
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
 def first_line(doc: str | None) -> str:
     """The first non-empty line of a docstring or message, stripped."""
     lines = (doc or "").strip().splitlines()

@@ -34,7 +34,14 @@ def cmd_train(args) -> None:
     if args.dry_run:
         train.dry_run(load(args.recipe, args.overrides))
         return
-    train.train(args.recipe, args.overrides, overwrite=args.overwrite, resume=args.resume, verbose=args.verbose)
+    train.train(
+        args.recipe,
+        args.overrides,
+        overwrite=args.overwrite,
+        resume=args.resume,
+        verbose=args.verbose,
+        accept_changes=args.accept_changes,
+    )
 
 
 def cmd_validate(args) -> None:
@@ -115,22 +122,38 @@ def cmd_rewards_show(args) -> None:
 
 
 def cmd_rewards_score(args) -> None:
-    """``grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg key=value]``: one score, no model."""
-    reward_args = {}
-    for text in args.arg:
-        keys, value = parse_override(text)
-        if len(keys) != 1:
-            raise RecipeError(f"--arg {text!r}: give key=value with a plain key, e.g. --arg max_length=256")
-        reward_args[str(keys[0])] = value
+    """``grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg k=v] [--column k=v]``: one score, no model."""
+    reward_args = _key_values(args.arg, "--arg", "max_length=256")
     fn = rewards.build(args.name, reward_args, Path.cwd(), "rewards score")
-    columns = {"answer": [args.answer]} if args.answer is not None else {}
-    if args.answer is not None and "answer_column" in reward_args:
-        columns = {reward_args["answer_column"]: [args.answer]}
+    columns = {key: [value] for key, value in _key_values(args.column, "--column", "topic=cats").items()}
+    if args.answer is not None:
+        columns[reward_args.get("answer_column", "answer")] = [args.answer]
     try:
         score = fn(prompts=[""], completions=[args.completion], **columns)[0]
     except Exception as exc:
         raise RunError(f"reward {args.name!r} raised {type(exc).__name__}: {exc}") from None
     print(f"{getattr(fn, '__name__', args.name)}: {score}")
+    if _counts_tokens(fn):
+        print("note: lengths counted in characters here (no tokenizer); training and eval count tokens")
+
+
+def _key_values(texts: list[str], option: str, example: str) -> dict:
+    """``key=value`` strings (values read as YAML) as a mapping."""
+    out = {}
+    for text in texts:
+        keys, value = parse_override(text)
+        if len(keys) != 1:
+            raise RecipeError(f"{option} {text!r}: give key=value with a plain key, e.g. {option} {example}")
+        out[str(keys[0])] = value
+    return out
+
+
+def _counts_tokens(fn) -> bool:
+    """Whether a reward measures ``completion_ids`` (token counts), which this command cannot give it."""
+    try:
+        return "completion_ids" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def cmd_eval(args) -> None:
@@ -162,6 +185,9 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--resume", action="store_true", help="continue the unfinished run in output_dir from its last complete checkpoint"
     )
+    tr.add_argument(
+        "--accept-changes", action="store_true", help="with --resume: continue although the recipe differs (recorded)"
+    )
     tr.add_argument("--verbose", action="store_true", help="show third-party warnings and logs")
     tr.set_defaults(fn=cmd_train)
 
@@ -188,6 +214,9 @@ def parser() -> argparse.ArgumentParser:
     score.add_argument("--completion", required=True, help="the completion text to score")
     score.add_argument("--answer", help="the reference answer (the dataset's answer column)")
     score.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE", help="a reward argument (repeatable)")
+    score.add_argument(
+        "--column", action="append", default=[], metavar="NAME=VALUE", help="a dataset column the reward reads (repeatable)"
+    )
     score.set_defaults(fn=cmd_rewards_score)
 
     ev = sub.add_parser("eval", help="score models side by side on a recipe's eval prompts with its rewards")

@@ -8,7 +8,7 @@ the tokenizer has a chat template.
 from pathlib import Path
 
 from grpo_ext import generators
-from grpo_ext.base import resolve_path
+from grpo_ext.base import first_line, resolve_path
 from grpo_ext.errors import RecipeError, RunError
 
 FILE_KINDS = {".jsonl": "json", ".json": "json", ".csv": "csv"}  # suffix → datasets' loader
@@ -39,7 +39,11 @@ def _read_file(data_cfg: dict, base_dir: Path) -> list[dict]:
     from datasets import load_dataset
 
     path = resolve_path(data_cfg["file"], base_dir)
-    rows = list(load_dataset(FILE_KINDS[path.suffix], data_files=str(path), split="train"))
+    try:
+        rows = list(load_dataset(FILE_KINDS[path.suffix], data_files=str(path), split="train"))
+    except Exception as exc:  # an empty file, a broken line: datasets wraps the parser's own error
+        cause = exc.__cause__ or exc
+        raise RecipeError(f"data.file: cannot read {path.name}: {type(cause).__name__}: {first_line(str(cause))}") from None
     column = data_cfg["prompt_column"]
     if not rows or column not in rows[0]:
         found = ", ".join(rows[0]) if rows else "no rows"

@@ -15,6 +15,11 @@ def world_size() -> int:
     return int(os.environ.get("WORLD_SIZE", "1") or 1)
 
 
+def is_main() -> bool:
+    """Whether this is the main process (always, without a multi-process launch)."""
+    return world_size() <= 1 or state().is_main_process
+
+
 def state():
     """accelerate's process state; on a machine without CUDA the processes talk over gloo on the CPU."""
     import torch

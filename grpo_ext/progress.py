@@ -6,6 +6,8 @@ import sys
 import time
 from pathlib import Path
 
+from grpo_ext.base import fmt
+
 
 def _num(value):
     try:
@@ -16,9 +18,9 @@ def _num(value):
 
 def step_stats(record: dict, each_reward: bool = True) -> str:
     """``reward 0.812  digit_exact 0.750  kl 0.0012  len 2.1`` for one metrics record."""
-    parts = [f"reward {record['reward']:.3f}"]
+    parts = [f"reward {fmt(record.get('reward'))}"]  # a reward that scored no sample of the step logs None
     if each_reward:
-        parts += [f"{k.split('/')[1]} {v:.3f}" for k, v in record.items() if k.startswith("rewards/") and k.endswith("/mean")]
+        parts += [f"{k.split('/')[1]} {fmt(v)}" for k, v in record.items() if k.startswith("rewards/") and k.endswith("/mean")]
     if isinstance(record.get("kl"), float):
         parts.append(f"kl {record['kl']:.4f}")
     if isinstance(record.get("completions/mean_length"), float):

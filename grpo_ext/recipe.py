@@ -123,8 +123,55 @@ class Recipe:
     def __getitem__(self, key):
         return self.data[key]
 
+    def portable(self) -> dict:
+        """The checked recipe with every path in it absolute (model directory or .gguf file, data.file, reward
+        files), so that a copy read from anywhere (the run directory's recipe.yaml) means the same."""
+        data = copy.deepcopy(self.data)
+        if model_source.resolve(data["model"]["name"], self.base_dir).kind in ("local", "gguf"):
+            data["model"]["name"] = str(resolve_path(data["model"]["name"], self.base_dir).resolve())
+        if data["data"].get("file"):
+            data["data"]["file"] = str(resolve_path(data["data"]["file"], self.base_dir).resolve())
+        for entry in data["rewards"]:
+            target, _, attr = entry["name"].rpartition(":")
+            if target.endswith(".py"):
+                entry["name"] = f"{resolve_path(target, self.base_dir).resolve()}:{attr}"
+        return data
+
     def to_yaml(self) -> str:
-        return yaml.safe_dump(self.data, sort_keys=False, allow_unicode=True)
+        """The recipe as a run records it (``portable``): YAML that any verb can read back from the run directory."""
+        return yaml.safe_dump(self.portable(), sort_keys=False, allow_unicode=True)
+
+
+# Keys a resumed run may change without changing what the run means: how it is evaluated, logged and saved.
+RESUME_MAY_CHANGE = (
+    "eval",
+    "resume",
+    "output_dir",
+    "training.logging_steps",
+    "training.report_to",
+    "training.save_strategy",
+    "training.save_steps",
+    "training.save_total_limit",
+    "training.disable_tqdm",
+)
+
+
+def _flatten(value, path: str = "") -> dict[str, object]:
+    if isinstance(value, dict) and value:
+        return {k: v for key, item in value.items() for k, v in _flatten(item, f"{path}.{key}" if path else str(key)).items()}
+    return {path: value}
+
+
+def changed_keys(before: dict, after: dict) -> list[str]:
+    """Key paths whose values differ between two recipes (``portable`` data), other than RESUME_MAY_CHANGE.
+
+    >>> changed_keys({"training": {"learning_rate": 1e-5, "logging_steps": 1}, "rewards": [{"name": "a"}]},
+    ...              {"training": {"learning_rate": 3e-5, "logging_steps": 5}, "rewards": [{"name": "b"}]})
+    ['rewards', 'training.learning_rate']
+    """
+    old, new = _flatten(before), _flatten(after)
+    differ = [k for k in dict.fromkeys([*old, *new]) if old.get(k, "<unset>") != new.get(k, "<unset>")]
+    return sorted(k for k in differ if not any(k == m or k.startswith(f"{m}.") for m in RESUME_MAY_CHANGE))
 
 
 def locate(ref: str) -> Path:

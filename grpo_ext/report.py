@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from grpo_ext import compat, hardware, plots, rundir
+from grpo_ext.base import fmt
 
 
 def new_summary(recipe: str, model: str, processes: int) -> dict:
@@ -27,6 +28,14 @@ def new_summary(recipe: str, model: str, processes: int) -> dict:
     }
 
 
+def name_base_model(run_dir: Path, model: str, recipe: str) -> None:
+    """TRL's model card (run_dir/README.md) links a base loaded from a folder as ``[None]``: name it instead."""
+    card = run_dir / "README.md"
+    if card.is_file():
+        text = card.read_text(encoding="utf-8")
+        card.write_text(text.replace("[None](https://huggingface.co/None)", f"{model} (recipe `{recipe}`)"), encoding="utf-8")
+
+
 def write_summary(run_dir: Path, summary: dict) -> None:
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
@@ -41,11 +50,6 @@ def peak_memory() -> dict[str, int]:
     if torch is not None and torch.cuda.is_available() and torch.cuda.is_initialized():
         out["peak_gpu_mib"] = round(torch.cuda.max_memory_allocated() / 2**20)
     return out
-
-
-def fmt(value, digits: int = 3) -> str:
-    """A score for a table: ``0.125``, or ``-`` when nothing was judged."""
-    return "-" if value is None else f"{value:.{digits}f}"
 
 
 def _reward_names(columns: dict[str, dict | None]) -> list[str]:
@@ -130,6 +134,8 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
         f"- **Model:** {summary.get('model')}",
         f"- **Steps:** {steps}; training time {_seconds(train_s)}{per_step}",
     ]
+    for change in summary.get("changes") or []:
+        lines.append(f"- **Recipe changed on resume** at step {change['at_step']}: {', '.join(change['keys'])}")
     rewards = run_recipe.get("rewards") or []
     if rewards:
         named = [f"{r['name']} (weight {r.get('weight', 1.0)})" if isinstance(r, dict) else str(r) for r in rewards]

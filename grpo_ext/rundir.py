@@ -33,6 +33,8 @@ class Prepared:
     path: Path
     resume_from: Path | None = None  # the checkpoint to continue from
     previous: dict | None = None  # summary.json of the run being continued
+    created: bool = False  # the directory did not exist before this run
+    changes: list[str] | None = None  # recipe keys a resume changed (accepted with accept_changes)
 
 
 def lock(run_dir: Path) -> None:
@@ -55,10 +57,20 @@ def lock(run_dir: Path) -> None:
     _held[run_dir] = fd
 
 
-def release(run_dir: Path) -> None:
+def release(run_dir: Path, remove: bool = False) -> None:
+    """Let go of the lock; ``remove`` deletes the lock file too (while still held), as a finished run does."""
     fd = _held.pop(run_dir.resolve(), None)
     if fd is not None:
+        if remove:
+            (run_dir / LOCK).unlink(missing_ok=True)
         os.close(fd)
+
+
+def discard_if_empty(prepared: Prepared) -> None:
+    """Remove a run directory this run created when nothing but the lock was written to it."""
+    release(prepared.path, remove=True)
+    if prepared.created and prepared.path.is_dir() and not any(prepared.path.iterdir()):
+        prepared.path.rmdir()
 
 
 def holds_run(run_dir: Path) -> bool:
@@ -88,13 +100,20 @@ def prepare(output_dir: str, *, overwrite: bool, resume: bool) -> Prepared:
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
     if not holds_run(run_dir):
-        return Prepared(run_dir)
+        return Prepared(run_dir, created=not existed)
     if overwrite:
         for child in run_dir.iterdir():
             if child.name != LOCK:
                 shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
         return Prepared(run_dir)
     summary = read_summary(run_dir)
+    if summary.get("status") == "completed" and resume:
+        release(run_dir)
+        steps = f" ({summary['steps']} steps)" if summary.get("steps") else ""
+        raise RecipeError(
+            f"output_dir: {run_dir} holds a finished run{steps}; there is nothing to resume; pass --overwrite to train "
+            f"it again, or choose another: output_dir=runs/new"
+        )
     if summary.get("status") == "completed" or not resume:
         release(run_dir)
         last = last_complete_checkpoint(run_dir)

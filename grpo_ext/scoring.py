@@ -56,6 +56,19 @@ def _prompt_texts(tokenizer, prompts: list) -> list[str]:
 
 def generate(model, tokenizer, prompts: list, s: Settings) -> list[list[str]]:
     """``s.samples`` completions for each prompt (a list per prompt)."""
+    return sample(model, tokenizer, prompts, s)[0]
+
+
+def _completion_ids(row, eos_id: int | None) -> list[int]:
+    """A generated row's token ids as TRL hands them to rewards: up to and including the first end token."""
+    ids = row.tolist()
+    if eos_id is not None and eos_id in ids:
+        return ids[: ids.index(eos_id) + 1]
+    return ids
+
+
+def sample(model, tokenizer, prompts: list, s: Settings) -> tuple[list[list[str]], list[list[list[int]]]]:
+    """(texts, token ids): ``s.samples`` completions for each prompt, as text and as TRL's ``completion_ids``."""
     import torch
 
     torch.manual_seed(s.seed)
@@ -63,6 +76,8 @@ def generate(model, tokenizer, prompts: list, s: Settings) -> list[list[str]]:
     texts = _prompt_texts(tokenizer, prompts)
     per_batch = max(1, s.batch_size // samples)
     out: list[list[str]] = []
+    out_ids: list[list[list[int]]] = []
+    eos_id = tokenizer.eos_token_id
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
@@ -83,18 +98,34 @@ def generate(model, tokenizer, prompts: list, s: Settings) -> list[list[str]]:
                     top_p=1.0,
                     **sampling,
                 )
-            decoded = tokenizer.batch_decode(ids[:, enc["input_ids"].shape[1] :], skip_special_tokens=True)
+            generated = ids[:, enc["input_ids"].shape[1] :]
+            decoded = tokenizer.batch_decode(generated, skip_special_tokens=True)
+            kept = [_completion_ids(row, eos_id) for row in generated]
             out.extend(decoded[i * samples : (i + 1) * samples] for i in range(len(chunk)))
+            out_ids.extend(kept[i * samples : (i + 1) * samples] for i in range(len(chunk)))
     finally:
         model.train(was_training)
     return out
 
 
 def score(
-    rows: list[dict], completions: list[list[str]], reward_funcs: list, *, chat: bool, pass_threshold: float, tokenizer=None
+    rows: list[dict],
+    completions: list[list[str]],
+    reward_funcs: list,
+    *,
+    chat: bool,
+    pass_threshold: float,
+    tokenizer=None,
+    completion_ids: list[list[list[int]]] | None = None,
 ) -> dict:
-    """Per reward: mean score and pass rate (share of samples scoring ≥ pass_threshold)."""
+    """Per reward: mean score and pass rate (share of samples scoring ≥ pass_threshold).
+
+    With ``completion_ids`` the rewards get them as in training (length rewards count tokens), and the mean
+    length counts them as TRL's ``completions/mean_length`` does; else lengths come from ``tokenizer``.
+    """
     flat_prompts, flat_completions, extra = [], [], {}
+    if completion_ids is not None:
+        extra["completion_ids"] = [ids for per_prompt in completion_ids for ids in per_prompt]
     for row, comps in zip(rows, completions, strict=True):
         for text in comps:
             flat_prompts.append(row["prompt"])
@@ -111,7 +142,10 @@ def score(
             "pass_rate": round(sum(s >= pass_threshold for s in judged) / len(judged), 4) if judged else None,
             "judged": len(judged),
         }
-    if tokenizer is not None:
+    if completion_ids is not None:
+        lengths = [len(ids) for ids in extra["completion_ids"]]
+        result["mean_length"] = round(statistics.fmean(lengths), 2) if lengths else 0.0
+    elif tokenizer is not None:
         lengths = [len(tokenizer(c, add_special_tokens=False)["input_ids"]) for comps in completions for c in comps]
         result["mean_length"] = round(statistics.fmean(lengths), 2) if lengths else 0.0
     result["examples"] = [
@@ -127,5 +161,5 @@ def evaluate(model, tokenizer, rows: list[dict], reward_funcs: list, s: Settings
 
     precision = torch.autocast(model.device.type, dtype=torch.bfloat16) if s.bf16 else contextlib.nullcontext()
     with precision:
-        completions = generate(model, tokenizer, [r["prompt"] for r in rows], s)
-    return score(rows, completions, reward_funcs, chat=chat, pass_threshold=s.pass_threshold, tokenizer=tokenizer)
+        completions, ids = sample(model, tokenizer, [r["prompt"] for r in rows], s)
+    return score(rows, completions, reward_funcs, chat=chat, pass_threshold=s.pass_threshold, completion_ids=ids)

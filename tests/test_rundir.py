@@ -74,7 +74,7 @@ def test_resume_picks_last_complete_and_truncates_metrics(run):
         ("empty", False, False, None),  # fresh run
         ("empty", False, True, None),  # --resume with nothing to resume starts fresh
         ("finished", False, False, "already holds a run; pass --overwrite to replace it, or choose another"),
-        ("finished", False, True, "already holds a run; pass --overwrite to replace it, or choose another"),
+        ("finished", False, True, "holds a finished run; there is nothing to resume; pass --overwrite"),  # --resume
         ("finished", True, False, None),  # replaced
         (
             "unfinished",

@@ -122,13 +122,13 @@ def test_eval_of_the_run_repeats_the_runs_own_eval(bf16, tiny_recipe, tmp_path, 
     from grpo_ext import scoring as evaluate
 
     autocast = []  # per sampling call, in training's eval and in grpo-ext eval: was bf16 autocast on?
-    generate = evaluate.generate
+    sample = evaluate.sample
 
     def spy(*args, **kwargs):
         autocast.append(torch.is_autocast_enabled("cpu"))
-        return generate(*args, **kwargs)
+        return sample(*args, **kwargs)
 
-    monkeypatch.setattr(evaluate, "generate", spy)
+    monkeypatch.setattr(evaluate, "sample", spy)
 
     overrides = [f"training.bf16={str(bf16).lower()}", "training.max_steps=1", "training.save_strategy='no'"]
     assert cli.main(["train", str(tiny_recipe), *overrides]) == 0

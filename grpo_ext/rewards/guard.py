@@ -196,6 +196,10 @@ def error_counter(funcs: list):
     skipping = [f for f in funcs if isinstance(f, Guarded) and f.on_error == "skip"]
 
     class _Counter(TrainerCallback):
+        def on_train_begin(self, args, state, control, **kwargs):
+            for f in skipping:
+                f.skipped = 0  # samples the eval before skipped are not the first step's
+
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs is None or "reward" not in logs:
                 return

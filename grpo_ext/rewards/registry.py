@@ -162,8 +162,25 @@ def build(name: str, args: dict, base_dir: Path, path: str) -> RewardFunc:
             raise RecipeError(f"{path}.args: {name!r} rejected its arguments: {type(exc).__name__}: {exc}") from None
         if not callable(fn):
             raise RecipeError(f"{path}: calling {name!r} with args did not return a function")
+        return _takes_trl_call(fn, name, path)
+    return _takes_trl_call(obj, name, path)
+
+
+def _takes_trl_call(fn: RewardFunc, name: str, path: str) -> RewardFunc:
+    """TRL calls a reward with keywords, ``completions=`` among them: refuse a function that cannot take that call."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
         return fn
-    return obj
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return fn
+    if "completions" not in {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}:
+        shown = ", ".join(p.name for p in params) or "nothing"
+        raise RecipeError(
+            f"{path}.name: {name!r} takes ({shown}); a reward takes completions (plural) and any dataset "
+            f"columns by name, e.g. def {getattr(fn, '__name__', 'reward')}(completions, **kwargs)"
+        )
+    return fn
 
 
 def completion_text(completion: str | list | dict) -> str:

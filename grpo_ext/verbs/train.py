@@ -16,6 +16,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
+
 from grpo_ext import (
     adapters,
     compat,
@@ -33,7 +35,7 @@ from grpo_ext import (
     trainer,
 )
 from grpo_ext.errors import RecipeError, RunError
-from grpo_ext.recipe import Recipe, load
+from grpo_ext.recipe import Recipe, changed_keys, load
 from grpo_ext.rewards import guard
 
 
@@ -45,26 +47,50 @@ def train(
     resume: bool = False,
     verbose: bool = False,
     callbacks: list | None = None,
+    accept_changes: bool = False,
 ) -> dict:
     """Train from a recipe (a path, a shipped recipe's name, or a loaded Recipe); return the run's summary.
 
     ``overrides`` are ``section.key=value`` strings; ``callbacks`` are transformers TrainerCallbacks added to
-    the trainer. Raises RecipeError for bad input (nothing written), RunError for a failure while running,
+    the trainer; ``accept_changes`` lets a resume continue with a recipe that differs from the run's (recorded).
+    Raises RecipeError for bad input (nothing written), RunError for a failure while running,
     KeyboardInterrupt when interrupted (the run directory keeps what was saved and says so).
     """
-    completed = False
+    completed, prepared = False, None
     try:
         recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
         missing = adapters.missing_packages(recipe["model"])
         if missing:
             raise RecipeError(missing, str(recipe.path))
-        auto = recipe["resume"] in (True, "auto") and not overwrite
-        prepared = launch.on_main_first(lambda: rundir.prepare(recipe["output_dir"], overwrite=overwrite, resume=resume or auto))
+        if recipe["data"]["file"]:
+            data.train_rows(recipe["data"], recipe.base_dir)  # a data file that cannot be read stops here, before output_dir
+        resume = resume or (recipe["resume"] in (True, "auto") and not overwrite)
+        prepared = launch.on_main_first(lambda: _prepare(recipe, overwrite, resume, accept_changes))
         summary = run(recipe, prepared, verbose, callbacks)
         completed = True
         return summary
     finally:
+        if prepared is not None and launch.is_main():
+            rundir.discard_if_empty(prepared)  # lets go of the lock; a directory that got nothing is removed
         launch.close(completed)
+
+
+def _prepare(recipe: Recipe, overwrite: bool, resume: bool, accept_changes: bool) -> rundir.Prepared:
+    """Lock and prepare the run directory; a resume must use the run's own recipe unless changes are accepted."""
+    prepared = rundir.prepare(recipe["output_dir"], overwrite=overwrite, resume=resume)
+    recorded = prepared.path / "recipe.yaml"
+    if prepared.previous is None or not recorded.is_file():
+        return prepared
+    changed = changed_keys(yaml.safe_load(recorded.read_text(encoding="utf-8")) or {}, recipe.portable())
+    if changed and not accept_changes:
+        rundir.release(prepared.path)
+        raise RecipeError(
+            f"--resume: this recipe differs from the run's in {', '.join(changed)}; resume with the run's "
+            f"own recipe ({recorded}), start a new run (output_dir=runs/new), or pass --accept-changes "
+            f"to continue with the change recorded"
+        )
+    prepared.changes = changed
+    return prepared
 
 
 def _training_data(d: dict) -> str:
@@ -140,6 +166,7 @@ class Run:
     summary: dict
     is_main: bool
     log: object
+    started: float | None = None  # when the training loop began (time.monotonic)
 
     @property
     def dir(self) -> Path:
@@ -195,6 +222,11 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     if args.disable_tqdm:
         grpo.remove_callback(PrinterCallback)  # our own progress line replaces the raw log dicts
     summary = report.new_summary(str(recipe.path), described, processes.num_processes)
+    summary["changes"] = (prepared.previous or {}).get("changes") or []
+    if prepared.changes:
+        at = rundir.step_of(prepared.resume_from) if prepared.resume_from else 0
+        summary["changes"].append({"at_step": at, "keys": prepared.changes})
+        log(f"resumed with a changed recipe (accepted): {', '.join(prepared.changes)} from step {at}")
     if is_main:
         (prepared.path / "recipe.yaml").write_text(recipe.to_yaml(), encoding="utf-8")
         report.write_summary(prepared.path, summary)
@@ -223,9 +255,16 @@ def optimize(r: Run) -> None:
         f"training: {args.max_steps if args.max_steps > 0 else 'epochs'} steps of {args.per_device_train_batch_size} "
         f"completions ({args.num_generations} per prompt); metrics in {r.dir / 'metrics.jsonl'}"
     )
-    t0 = time.monotonic()
+    r.started = time.monotonic()
     r.grpo.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
-    r.summary["train_seconds"] = round(time.monotonic() - t0, 1)
+    _record_progress(r)
+
+
+def _record_progress(r: Run) -> None:
+    """Steps done, training time and the reward at the first and last step, so far (also after a stop)."""
+    if r.started is None:
+        return
+    r.summary["train_seconds"] = round(time.monotonic() - r.started, 1)
     r.summary["steps"] = r.grpo.state.global_step
     rewards = [line["reward"] for line in rundir.read_metrics(r.dir / "metrics.jsonl")] or [x for _, x in r.metrics.rewards]
     if rewards:
@@ -239,6 +278,7 @@ def finish(r: Run) -> None:
     if not r.is_main:
         return
     r.tokenizer.save_pretrained(str(r.dir / "final"))
+    report.name_base_model(r.dir, r.summary["model"], r.summary["recipe"])
     r.summary["status"] = "completed"
     report.finish(r.dir, r.summary, r.log)
     for line in report.score_table({"before": r.summary["eval_before"], "after": r.summary["eval_after"]}):
@@ -248,6 +288,7 @@ def finish(r: Run) -> None:
 
 def _stopped(r: Run, status: str, error: str | None = None) -> None:
     """Record a run that ended early (summary, report) before the error goes up."""
+    _record_progress(r)
     r.summary["status"] = status
     if error:
         r.summary["error"] = error[:500]

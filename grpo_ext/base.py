@@ -79,6 +79,11 @@ def fmt(value, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+def plural(n: int, word: str) -> str:
+    """``1 prompt``, ``2 prompts``."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def first_line(doc: str | None) -> str:
     """The first non-empty line of a docstring or message, stripped."""
     lines = (doc or "").strip().splitlines()

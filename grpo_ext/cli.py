@@ -157,7 +157,9 @@ def _counts_tokens(fn) -> bool:
 
 
 def cmd_eval(args) -> None:
-    evaluate.evaluate_models(args.recipe, args.model, args.overrides, out=args.out, verbose=args.verbose)
+    evaluate.evaluate_models(
+        args.recipe, args.model, args.overrides, out=args.out, overwrite=args.overwrite, verbose=args.verbose
+    )
 
 
 def cmd_merge(args) -> None:
@@ -225,6 +227,7 @@ def parser() -> argparse.ArgumentParser:
         "--model", action="append", required=True, help="catalog alias, hub id, local path, or run directory (repeat to compare)"
     )
     ev.add_argument("--out", help="folder for eval.json and eval.md (default: eval-NAME beside the recipe's output_dir)")
+    ev.add_argument("--overwrite", action="store_true", help="replace an earlier eval in --out")
     ev.add_argument("--verbose", action="store_true", help="show third-party warnings and logs")
     ev.set_defaults(fn=cmd_eval)
 
@@ -264,7 +267,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = parse_args(argv)
     try:
-        return args.fn(args) or 0
+        status = args.fn(args) or 0
+        sys.stdout.flush()  # a reader that went away shows here, not as a traceback at exit
+        return status
     except RecipeError as exc:
         for line in exc.lines():
             print(line, file=sys.stderr)

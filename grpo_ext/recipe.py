@@ -87,6 +87,9 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "weight": Spec(("float",), 1.0, doc="weight in the summed reward (TRL reward_weights)"),
         "args": Spec(("dict",), {}, doc="keyword arguments for a reward factory"),
         "on_error": Spec(("str",), "fail", ON_ERROR, doc="a raising reward: fail stops the run; skip scores that sample None"),
+        "pass_threshold": Spec(
+            ("float", "null"), None, doc="an eval sample passes this reward at this score; null: the reward's own, else eval's"
+        ),
         "timeout": Spec(
             ("float", "null"), 120.0, minimum=0.1, doc="seconds one call may take before the run stops; null: no limit"
         ),
@@ -357,31 +360,29 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     source = str(path) if path else None
     base_dir = path.parent if path else Path.cwd()
     top = _check_section(doc, TOP_LEVEL, "", problems)
-    if problems:
-        raise RecipeError(problems, source)
 
-    data = {
-        "model": _check_section(top["model"], SCHEMA["model"], "model", problems),
-        "data": _check_section(top["data"], SCHEMA["data"], "data", problems),
-        "rewards": _check_rewards(top["rewards"], problems),
-        "training": dict(top["training"]),
-        "eval": _check_section(top["eval"], SCHEMA["eval"], "eval", problems),
-        "output_dir": top["output_dir"],
-        "seed": top["seed"],
-        "resume": top["resume"],
-    }
-    _check_data(data["data"], bool(data["eval"].get("enabled")), base_dir, problems)
-    if isinstance(data["model"].get("name"), str):
-        problems.extend(model_source.check(data["model"]["name"], base_dir))
-    if "reward_weights" in data["training"]:
-        problems.append("training.reward_weights: set each reward's weight in rewards[i].weight instead")
-    problems.extend(compat.check_training(data["training"]))
-    problems.extend(trackers.check_report_to(data["training"]))
-    problems.extend(adapters.check(data["model"], data["training"]))
-    built = _build_rewards(data["rewards"], base_dir, problems)
+    def section(name: str) -> dict | None:  # a section that failed its own check (or is missing) is skipped below
+        return _check_section(top[name], SCHEMA[name], name, problems) if name in top else None
+
+    model, data, evaluation = section("model"), section("data"), section("eval")
+    entries = _check_rewards(top["rewards"], problems) if "rewards" in top else []
+    training = dict(top["training"]) if "training" in top else None
+    if data is not None:
+        _check_data(data, bool((evaluation or {}).get("enabled")), base_dir, problems)
+    if model is not None and isinstance(model.get("name"), str):
+        problems.extend(model_source.check(model["name"], base_dir))
+    if training is not None:
+        if "reward_weights" in training:
+            problems.append("training.reward_weights: set each reward's weight in rewards[i].weight instead")
+        problems.extend(compat.check_training(training))
+        problems.extend(trackers.check_report_to(training))
+        problems.extend(adapters.check(model or {}, training))
+    built = _build_rewards(entries, base_dir, problems)
     if problems:
         raise RecipeError(problems, source)
-    return Recipe(data=data, path=path, base_dir=base_dir, given=doc, reward_funcs=built)
+    checked = {"model": model, "data": data, "rewards": entries, "training": training, "eval": evaluation}
+    checked.update((key, top[key]) for key in ("output_dir", "seed", "resume"))
+    return Recipe(data=checked, path=path, base_dir=base_dir, given=doc, reward_funcs=built)
 
 
 def load(ref: str, overrides: list[str] | None = None) -> Recipe:

@@ -174,9 +174,6 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
         if (summary.get(key) or {}).get("seconds") is not None:
             lines.append(f"| {label} | {_seconds(summary[key]['seconds'])} |")
     lines.append(f"| training | {_seconds(train_s)} |")
-    step_times = [r["step_time"] for r in records if isinstance(r.get("step_time"), (int, float))]
-    if step_times:
-        lines.append(f"| mean step time (TRL) | {_seconds(sum(step_times) / len(step_times))} |")
     memory = summary.get("memory") or {}
     if "peak_rss_mib" in memory:
         lines.append(f"| peak memory (process RSS) | {memory['peak_rss_mib']} MiB |")

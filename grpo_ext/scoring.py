@@ -105,7 +105,7 @@ def sample(model, tokenizer, prompts: list, s: Settings) -> tuple[list[list[str]
             out_ids.extend(kept[i * samples : (i + 1) * samples] for i in range(len(chunk)))
     finally:
         model.train(was_training)
-    return out
+    return out, out_ids
 
 
 def score(
@@ -118,7 +118,8 @@ def score(
     tokenizer=None,
     completion_ids: list[list[list[int]]] | None = None,
 ) -> dict:
-    """Per reward: mean score and pass rate (share of samples scoring ≥ pass_threshold).
+    """Per reward: mean score and pass rate (share of samples scoring ≥ the reward's pass threshold, else
+    ``pass_threshold``).
 
     With ``completion_ids`` the rewards get them as in training (length rewards count tokens), and the mean
     length counts them as TRL's ``completions/mean_length`` does; else lengths come from ``tokenizer``.
@@ -135,12 +136,14 @@ def score(
                     extra.setdefault(key, []).append(value)
     result = {"rewards": {}, "prompts": len(rows), "samples": len(flat_completions)}
     for fn in reward_funcs:
+        threshold = pass_threshold if getattr(fn, "pass_threshold", None) is None else fn.pass_threshold
         scores = fn(prompts=flat_prompts, completions=flat_completions, **extra)
         judged = [s for s in scores if s is not None]
         result["rewards"][fn.__name__] = {
             "mean": round(statistics.fmean(judged), 4) if judged else None,
-            "pass_rate": round(sum(s >= pass_threshold for s in judged) / len(judged), 4) if judged else None,
+            "pass_rate": round(sum(s >= threshold for s in judged) / len(judged), 4) if judged else None,
             "judged": len(judged),
+            "pass_threshold": threshold,
         }
     if completion_ids is not None:
         lengths = [len(ids) for ids in extra["completion_ids"]]

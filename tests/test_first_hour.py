@@ -401,3 +401,118 @@ def test_defect_8_eval_of_a_lora_run_repeats_its_eval_after(tiny_model, digit_do
     scores = json.loads((tmp_path / "eval" / "eval.json").read_text())["models"][str(run)]
     assert scores["model"].startswith("LoRA adapter")
     assert (scores["rewards"], scores["examples"]) == (after["rewards"], after["examples"])
+    # the model grpo-ext eval scores is the run's as it trained: the base with the adapter on top, not merged into it
+    from peft import PeftModel
+
+    from grpo_ext.verbs.evaluate import load_model
+
+    model, _, _ = load_model(str(run), yaml.safe_load((run / "recipe.yaml").read_text())["model"], log=lambda _m: None)
+    assert isinstance(model, PeftModel)
+
+
+def test_sample_returns_texts_and_completion_ids(tiny_model):
+    """Three prompts x two samples: the texts and, alongside, TRL's completion_ids (ending at the first end token)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from grpo_ext import scoring
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    s = scoring.Settings(samples=2, max_new_tokens=5, temperature=1.0, batch_size=4, pass_threshold=1.0, seed=0)
+    texts, ids = scoring.sample(model, tokenizer, ["a", "b c", "d e f"], s)
+    assert [len(t) for t in texts] == [2, 2, 2] and [len(i) for i in ids] == [2, 2, 2]
+    for per_prompt in ids:
+        for row in per_prompt:
+            assert 1 <= len(row) <= 5 and tokenizer.eos_token_id not in row[:-1]
+    assert texts == scoring.generate(model, tokenizer, ["a", "b c", "d e f"], s)
+
+
+# --- friction -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "has_cuda, params, expected",
+    [
+        (False, 135_000_000, False),  # a CPU: recomputation costs more time than the memory it saves
+        (False, 8_000_000_000, False),  # whatever the size
+        (True, 135_000_000, False),  # a small model on a GPU: its activations fit
+        (True, 1_500_000_000, True),  # a large one: save the memory
+        (True, None, True),  # size unknown on a GPU: TRL's choice, on
+    ],
+)
+def test_gradient_checkpointing_chosen_by_hardware_and_size(has_cuda, params, expected):
+    from grpo_ext import hardware
+
+    assert hardware.checkpointing_choice(has_cuda, params)[0] is expected
+
+
+def test_gradient_checkpointing_announced_and_shown_in_dry_run(tiny_model, digit_doc, tmp_path, no_hub, capsys):
+    del digit_doc["training"]["gradient_checkpointing"]
+    recipe = write(tmp_path / "r.yaml", tiny_doc(digit_doc, tiny_model, tmp_path / "run", training={"max_steps": 1}))
+    assert run_cli(["train", str(recipe), "--dry-run"]) == 0
+    assert "gradient_checkpointing           decided at launch unless set" in capsys.readouterr().out
+    assert run_cli(["train", str(recipe)]) == 0
+    assert "gradient_checkpointing=False (on a CPU, recomputing activations" in capsys.readouterr().err
+
+
+def test_penalty_passes_at_zero_and_a_reward_may_set_its_threshold(tiny_model, digit_doc, tmp_path, no_hub, capsys):
+    rewards = [
+        {"name": "overlong_penalty", "args": {"max_length": 64, "soft_margin": 8}},  # never penalised at 4 tokens
+        {"name": "digit_shaped", "pass_threshold": 0.0},  # every sample passes at 0
+    ]
+    recipe = write(tmp_path / "r.yaml", tiny_doc(digit_doc, tiny_model, tmp_path / "run", rewards=rewards))
+    assert run_cli(["train", str(recipe), "training.max_steps=1"]) == 0
+    after = summary(tmp_path / "run")["eval_after"]["rewards"]
+    assert after["overlong_penalty"]["pass_rate"] == 1.0 and after["overlong_penalty"]["pass_threshold"] == 0.0
+    assert after["digit_shaped"]["pass_rate"] == 1.0 and after["digit_shaped"]["pass_threshold"] == 0.0
+
+
+def test_a_second_eval_does_not_replace_the_first(tiny_model, digit_doc, tmp_path, no_hub, capsys):
+    recipe = write(tmp_path / "r.yaml", tiny_doc(digit_doc, tiny_model, tmp_path / "run"))
+    argv = ["eval", str(recipe), "--model", str(tiny_model), "--out", str(tmp_path / "eval"), "eval.samples=1"]
+    assert run_cli(argv) == 0
+    first = (tmp_path / "eval" / "eval.json").read_text()
+    capsys.readouterr()
+    assert run_cli(argv) == 2
+    assert "holds an earlier eval (eval.json); pass --overwrite" in capsys.readouterr().err
+    assert (tmp_path / "eval" / "eval.json").read_text() == first
+    assert run_cli([*argv, "--overwrite"]) == 0
+
+
+def test_every_problem_in_one_round(tmp_path, capsys):
+    doc = {
+        "model": {"name": "smollm2-135m-instruct"},
+        "data": {"prompts": []},
+        "rewards": ["digit_exat"],
+        "trainig": {},
+        "output_dir": "runs/x",
+    }
+    assert run_cli(["validate", str(write(tmp_path / "r.yaml", doc))]) == 2
+    err = capsys.readouterr().err
+    for part in (
+        "trainig: unknown key; did you mean 'training'?",
+        "data.prompts: is empty",
+        "rewards[0].name: unknown reward 'digit_exat'",
+    ):
+        assert part in err
+
+
+@pytest.mark.parametrize("unbuffered", ["", "1"])  # stdout flushed at exit, or at each line
+def test_dry_run_into_a_closed_pipe_prints_no_traceback(unbuffered):
+    import os
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
+    # `true` exits without reading: every write of the dry run meets a closed pipe
+    proc = subprocess.run(
+        f"{sys.executable} -m grpo_ext.train digit --dry-run | true",
+        shell=True,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr

@@ -89,8 +89,19 @@ class Guarded:
     A reward without ``**kwargs`` gets only the keywords it names, whatever this TRL version passes.
     """
 
-    def __init__(self, fn, name: str, *, where: str = "rewards[i]", on_error: str = "fail", timeout: float | None = None):
+    def __init__(
+        self,
+        fn,
+        name: str,
+        *,
+        where: str = "rewards[i]",
+        on_error: str = "fail",
+        timeout: float | None = None,
+        pass_threshold: float | None = None,
+    ):
         self.fn = fn
+        # the score at which an eval sample passes this reward: the recipe's, else the reward's own, else eval's
+        self.pass_threshold = pass_threshold if pass_threshold is not None else getattr(fn, "pass_threshold", None)
         self.__name__ = name
         self.__doc__ = getattr(fn, "__doc__", None)
         self.where, self.on_error, self.timeout = where, on_error, timeout
@@ -184,6 +195,7 @@ def guard_all(entries: list[dict], funcs: list) -> list[Guarded]:
                 where=f"rewards[{i}]",
                 on_error=entry["on_error"],
                 timeout=entry["timeout"],
+                pass_threshold=entry.get("pass_threshold"),
             )
         )
     return guarded

@@ -46,7 +46,9 @@ def overlong_penalty(max_length: int, soft_margin: int):
         raise ValueError(
             f"need integers with 0 < soft_margin <= max_length, got max_length={max_length!r}, soft_margin={soft_margin!r}"
         )
-    return named(_overlong, "overlong_penalty", max_length=max_length, soft_margin=soft_margin)
+    fn = named(_overlong, "overlong_penalty", max_length=max_length, soft_margin=soft_margin)
+    fn.pass_threshold = 0.0  # a penalty's best score is 0: a sample passes when it is not penalised
+    return fn
 
 
 def _repetition(completions, ngram: int, max_penalty: float, **kwargs) -> list[float]:
@@ -70,7 +72,9 @@ def repetition_penalty(ngram: int = 3, max_penalty: float = -1.0):
     """
     if not isinstance(ngram, int) or ngram < 1 or max_penalty > 0:
         raise ValueError(f"need an integer ngram >= 1 and max_penalty <= 0, got ngram={ngram!r}, max_penalty={max_penalty!r}")
-    return named(_repetition, "repetition_penalty", ngram=ngram, max_penalty=float(max_penalty))
+    fn = named(_repetition, "repetition_penalty", ngram=ngram, max_penalty=float(max_penalty))
+    fn.pass_threshold = 0.0  # a penalty's best score is 0: a sample passes when it is not penalised
+    return fn
 
 
 def _cosine(

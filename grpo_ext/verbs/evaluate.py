@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from grpo_ext import catalog, console, data, hardware, models, report, scoring
-from grpo_ext.errors import RunError
+from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import Recipe, load
 
 FALLBACK_PROMPTS = 16
@@ -156,16 +156,23 @@ def evaluate_models(
     overrides: list[str] | tuple = (),
     *,
     out: str | Path | None = None,
+    overwrite: bool = False,
     verbose: bool = False,
     log=console.say,
 ) -> dict:
     """Score each model (alias, hub id, local path or run directory) on the recipe's eval prompts with its
-    rewards; print the table and a few samples; write eval.json and eval.md to ``out``. Returns the result."""
+    rewards; print the table and a few samples; write eval.json and eval.md to ``out`` (an earlier eval there
+    is replaced only with ``overwrite``). Returns the result."""
     recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
+    dest = Path(out) if out else default_out(recipe)
+    if (dest / "eval.json").exists() and not overwrite:
+        raise RecipeError(
+            f"--out: {dest} holds an earlier eval (eval.json); pass --overwrite to replace it, or choose another: --out {dest}-2"
+        )
     console.quiet_third_parties(verbose)
     result = compare(recipe, list(dict.fromkeys(refs)), log)
     print(f"eval: {headline(result)}")
     print("\n".join(report.score_table(result["models"]) + [""] + sample_lines(result)))
-    as_json, as_md = write(result, Path(out) if out else default_out(recipe))
+    as_json, as_md = write(result, dest)
     log(f"wrote {as_json} and {as_md}")
     return result

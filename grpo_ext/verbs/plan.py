@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_ext import adapters, compat, console, data, model_source
+from grpo_ext import adapters, compat, console, data, hardware, model_source
 from grpo_ext.errors import RecipeError
 from grpo_ext.recipe import apply_overrides, load, locate, read_yaml, validate
 
@@ -159,9 +159,16 @@ def lora_params(shape: Shape, settings: dict) -> int:
     return settings["r"] * sum(i + o for _, i, o in lora_targets(shape, settings))
 
 
+def setting(recipe, key: str, device: str, params: int):
+    """A training value as a run on ``device`` would have it: the recipe's, else grpo_ext's choice, else TRL's."""
+    if key == "gradient_checkpointing" and key not in recipe["training"]:
+        return hardware.checkpointing_choice(device == "cuda", params)[0]
+    return compat.effective(recipe["training"], key)
+
+
 def estimate(recipe, shape: Shape, prompt_len: int, device: str) -> list[tuple[str, int, str]]:
     """(component, bytes, how) for one training process of ``recipe`` on ``device`` ('cpu' or 'cuda')."""
-    model_cfg, training = recipe["model"], recipe["training"]
+    model_cfg = recipe["model"]
     dtype = model_cfg["dtype"]
     if dtype == "auto":
         dtype = "bfloat16" if device == "cuda" else "float32"
@@ -170,7 +177,7 @@ def estimate(recipe, shape: Shape, prompt_len: int, device: str) -> list[tuple[s
     lora = adapters.lora_settings(model_cfg)
 
     def get(key):
-        return compat.effective(training, key)
+        return setting(recipe, key, device, shape.params)
 
     rows = []
     if quant:
@@ -233,12 +240,12 @@ def total(rows) -> int:
     return sum(n for _, n, _ in rows)
 
 
-def alternatives(recipe) -> list[list[str]]:
+def alternatives(recipe, device: str, params: int) -> list[list[str]]:
     """Override sets that lower memory, in the order worth trying."""
-    model, training = recipe["model"], recipe["training"]
+    model = recipe["model"]
 
     def get(key):
-        return compat.effective(training, key)
+        return setting(recipe, key, device, params)
 
     options = []
     if model["lora"] in (None, False):
@@ -285,7 +292,7 @@ def plan(ref: str, overrides: list[str] | tuple = (), gpu_memory: str | None = N
     print(f"does not fit in {fmt(budget)} (over by {fmt(peak - budget)}); each change below, alone, would give:")
     doc = apply_overrides(read_yaml(locate(ref)), overrides)
     tried = []
-    for extra in alternatives(recipe):
+    for extra in alternatives(recipe, device, shape.params):
         try:
             other = validate(apply_overrides(doc, extra), recipe.path)
         except RecipeError:

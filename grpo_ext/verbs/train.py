@@ -34,6 +34,7 @@ from grpo_ext import (
     scoring,
     trainer,
 )
+from grpo_ext.base import plural
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import Recipe, changed_keys, load
 from grpo_ext.rewards import guard
@@ -112,7 +113,7 @@ def _eval_prompts(d: dict) -> str:
         n = d["eval_size"]
     else:
         n = 0
-    return f"{n} eval prompt{'' if n == 1 else 's'}"
+    return plural(n, "eval prompt")
 
 
 def dry_run(recipe: Recipe) -> None:
@@ -135,7 +136,8 @@ def dry_run(recipe: Recipe) -> None:
         f"trl {compat.trl_version()}, transformers {compat.transformers_version()}: effective GRPOConfig "
         f"(TRL defaults from the table of trl {table['trl']} with transformers {table['transformers']})"
     )
-    rows = compat.effective_rows(recipe["training"], passed)
+    launch_decides = {"gradient_checkpointing"} - set(recipe["training"])  # shown below, not as TRL's default
+    rows = [row for row in compat.effective_rows(recipe["training"], passed) if row[0] not in launch_decides]
     rows += [
         ("reward_weights", kwargs["reward_weights"], "recipe: rewards[i].weight"),
         ("output_dir", kwargs["output_dir"], "recipe: output_dir"),
@@ -147,6 +149,11 @@ def dry_run(recipe: Recipe) -> None:
         "  use_cpu, bf16                    decided at launch from the device unless set (no GPU: use_cpu=true; "
         "bf16=true on a GPU or CPU with native bf16)"
     )
+    if "gradient_checkpointing" not in recipe["training"]:
+        print(
+            "  gradient_checkpointing           decided at launch unless set (off on a CPU; on a GPU, on for models "
+            f"of {hardware.CHECKPOINTING_FROM / 1e9:.0f}B parameters or more)"
+        )
     for note in notes + adapters.missing_packages(recipe["model"]):
         print(f"note: {note}")
 
@@ -177,13 +184,20 @@ def _silent(_message: str) -> None:
     pass
 
 
-def _config(recipe: Recipe, log):
-    """GRPOConfig for this TRL and this machine (announced), and the save_total_limit rundir applies itself."""
+def _config_kwargs(recipe: Recipe, log) -> dict:
+    """GRPOConfig keywords for this TRL and this machine, each translation and device choice announced."""
     kwargs, notes, _ = trainer.config_kwargs(recipe, trainer.config_fields())
     for note in notes + hardware.device_defaults(kwargs, recipe["model"]):
         log(note)
-    keep = kwargs.get("save_total_limit")
-    return trainer.make_config({**kwargs, "save_total_limit": None}), keep  # TRL's own rotation off
+    return kwargs
+
+
+def _config(kwargs: dict, model, log):
+    """GRPOConfig once the model is known (gradient checkpointing by its size), and the save_total_limit that
+    rundir applies itself (TRL's own rotation is off)."""
+    for note in hardware.checkpointing_default(kwargs, model.num_parameters()):
+        log(note)
+    return trainer.make_config({**kwargs, "save_total_limit": None}), kwargs.get("save_total_limit")
 
 
 def _datasets(recipe: Recipe, tokenizer, log) -> tuple[bool, object, list[dict]]:
@@ -192,7 +206,8 @@ def _datasets(recipe: Recipe, tokenizer, log) -> tuple[bool, object, list[dict]]
     chat = data.use_chat(d, tokenizer)
     train_set = data.dataset(data.train_rows(d, recipe.base_dir), d, chat)
     eval_rows = data.formatted(data.eval_rows(d), d, chat) if recipe["eval"]["enabled"] else []
-    log(f"data: {len(train_set)} training prompts, {len(eval_rows)} eval prompts, {'chat messages' if chat else 'plain text'}")
+    shown = "chat messages" if chat else "plain text"
+    log(f"data: {plural(len(train_set), 'training prompt')}, {plural(len(eval_rows), 'eval prompt')}, {shown}")
     return chat, train_set, eval_rows
 
 
@@ -203,10 +218,11 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     processes = launch.state()
     is_main = processes.is_main_process
     log = console.say if is_main else _silent
-    args, keep = _config(recipe, log)
+    kwargs = _config_kwargs(recipe, log)
     set_seed(recipe["seed"])
     model, tokenizer, described = models.load(recipe["model"], recipe.base_dir, log)
     log(f"training: {adapters.describe(recipe['model'])}")
+    args, keep = _config(kwargs, model, log)
     chat, train_set, eval_rows = _datasets(recipe, tokenizer, log)
     metrics = progress.MetricsLog(prepared.path / "metrics.jsonl", is_main, log)
     own = [guard.error_counter(recipe.reward_funcs), metrics, rundir.marker_callback(is_main, keep)]

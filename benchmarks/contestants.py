@@ -36,9 +36,19 @@ SEED_PROMPTS = [
     "请用单个数字回答，范围 0 到 9。",
 ]
 
-SEED_CONFIG = dict(learning_rate=5e-6, beta=0.04, max_completion_length=32, num_generations=8, temperature=0.8,
-                   per_device_train_batch_size=2, gradient_accumulation_steps=4, num_train_epochs=1,
-                   logging_steps=10, save_strategy="no", bf16=True)
+SEED_CONFIG = {
+    "learning_rate": 5e-6,
+    "beta": 0.04,
+    "max_completion_length": 32,
+    "num_generations": 8,
+    "temperature": 0.8,
+    "per_device_train_batch_size": 2,
+    "gradient_accumulation_steps": 4,
+    "num_train_epochs": 1,
+    "logging_steps": 10,
+    "save_strategy": "no",
+    "bf16": True,
+}
 
 
 def seed_reward(completions, **kwargs):
@@ -53,11 +63,11 @@ def seed_reward(completions, **kwargs):
 def race_callback(eval_prompts: list, chat: bool, check_every: int, launched: float, record: dict):
     from transformers import TrainerCallback
 
-    from grpo_ext import data, evaluate
+    from grpo_ext import data, scoring
     from grpo_ext.rewards.digit import digit_exact
 
     rows = [{"prompt": data.format_prompt(p, None, chat)} for p in eval_prompts]
-    eval_cfg = {"samples": 8, "batch_size": 64, "pass_threshold": 1.0}
+    settings = scoring.Settings(samples=8, max_new_tokens=8, temperature=1.0, batch_size=64, pass_threshold=1.0, seed=0)
 
     class Race(TrainerCallback):
         def on_step_begin(self, args, state, control, **kw):
@@ -68,8 +78,7 @@ def race_callback(eval_prompts: list, chat: bool, check_every: int, launched: fl
             if record["first_step_at"] is None:
                 record["first_step_at"] = round(time.time() - launched, 2)
             if check_every and state.global_step % check_every == 0:
-                result = evaluate.evaluate(model, processing_class, rows, [digit_exact], eval_cfg, chat=chat,
-                                           temperature=1.0, max_new_tokens=8, seed=0)
+                result = scoring.evaluate(model, processing_class, rows, [digit_exact], settings, chat=chat)
                 rate = result["rewards"]["digit_exact"]["pass_rate"]
                 record["checks"].append([state.global_step, rate, round(time.time() - launched, 1)])
                 if rate >= 0.9 and record["solved_at"] is None:
@@ -86,10 +95,10 @@ def plain_trl(config: dict, prompts: list, reward_funcs: list, chat: bool, cb) -
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from grpo_ext import models
+    from grpo_ext import model_source
 
     # The same cached checkpoint every contestant starts from.
-    model_dir = models.materialize(models.Source("alias", "smollm2-135m-instruct"), log=lambda _m: None)
+    model_dir = model_source.materialize(model_source.resolve("smollm2-135m-instruct", ROOT), log=lambda _m: None)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -98,8 +107,9 @@ def plain_trl(config: dict, prompts: list, reward_funcs: list, chat: bool, cb) -
     model = AutoModelForCausalLM.from_pretrained(model_dir, dtype=torch.float32)
     with tempfile.TemporaryDirectory() as out:
         args = GRPOConfig(output_dir=out, **config)
-        trainer = GRPOTrainer(model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset,
-                              processing_class=tokenizer, callbacks=[cb])
+        trainer = GRPOTrainer(
+            model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset, processing_class=tokenizer, callbacks=[cb]
+        )
         trainer.train()
 
 
@@ -109,8 +119,13 @@ def main() -> None:
     p.add_argument("--max-steps", type=int, required=True)
     p.add_argument("--check-every", type=int, default=0)
     p.add_argument("--launched", type=float, default=None)
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                   help="extra recipe override for 'ours' (e.g. training.bf16=true); repeatable")
+    p.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra recipe override for 'ours' (e.g. training.bf16=true); repeatable",
+    )
     args = p.parse_args()
     launched = args.launched or time.time()
     record = {"name": args.name, "first_step_at": None, "step_seconds": [], "checks": [], "solved_at": None, "solved_step": None}
@@ -127,30 +142,48 @@ def main() -> None:
         plain_trl(config, SEED_PROMPTS, [seed_reward], False, cb)
     elif args.name == "plain":
         cb = race_callback(digit["data"]["eval_prompts"], True, args.check_every, launched, record)
-        config = dict(use_cpu=True, per_device_train_batch_size=16, num_generations=8, max_completion_length=8,
-                      learning_rate=1e-5, logging_steps=1, max_steps=args.max_steps, save_strategy="no",
-                      report_to="none", disable_tqdm=True)
+        config = {
+            "use_cpu": True,
+            "per_device_train_batch_size": 16,
+            "num_generations": 8,
+            "max_completion_length": 8,
+            "learning_rate": 1e-5,
+            "logging_steps": 1,
+            "max_steps": args.max_steps,
+            "save_strategy": "no",
+            "report_to": "none",
+            "disable_tqdm": True,
+        }
         plain_trl(config, digit["data"]["prompts"], [digit_shaped], True, cb)
     elif args.name == "same":
-        from grpo_ext import recipe, train
+        import grpo_ext
+        from grpo_ext import hardware, trainer
 
-        r = recipe.load("digit")
-        _, weights = train.build_rewards(r)
-        kwargs, _, _ = train.config_kwargs(r, weights)
-        train.device_defaults(kwargs, r)
+        r = grpo_ext.load_recipe("digit")
+        kwargs, _, _ = trainer.config_kwargs(r)
+        hardware.device_defaults(kwargs, r["model"])
         kwargs.update(max_steps=args.max_steps, save_strategy="no")
         kwargs.pop("output_dir")
         cb = race_callback(digit["data"]["eval_prompts"], True, args.check_every, launched, record)
         plain_trl(kwargs, digit["data"]["prompts"], [digit_exact, digit_shaped], True, cb)
     else:
-        from grpo_ext import train
+        import grpo_ext
 
         cb = race_callback(digit["data"]["eval_prompts"], True, args.check_every, launched, record)
         with tempfile.TemporaryDirectory() as out:
-            rc = train.main(["digit", f"output_dir={out}/run", "eval.enabled=false", "training.save_strategy='no'",
-                             f"training.max_steps={args.max_steps}", *args.set], callbacks=[cb])
-        if rc != 0:
-            raise SystemExit(rc)
+            overrides = [
+                f"output_dir={out}/run",
+                "eval.enabled=false",
+                "training.save_strategy='no'",
+                f"training.max_steps={args.max_steps}",
+                *args.set,
+            ]
+            try:
+                grpo_ext.train("digit", overrides, callbacks=[cb])
+            except grpo_ext.RecipeError as exc:
+                raise SystemExit("\n".join(exc.lines())) from None
+            except grpo_ext.RunError as exc:
+                raise SystemExit(f"error: {exc}") from None
     record["steps"] = len(record["step_seconds"])
     print("RESULT " + json.dumps(record), flush=True)
 

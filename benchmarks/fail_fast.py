@@ -38,7 +38,7 @@ output_dir: %s/theirs
 
 def timed(cmd: list[str]) -> tuple[float, int, str]:
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False)
     last = (proc.stderr.strip().splitlines() or proc.stdout.strip().splitlines() or [""])[-1]
     return time.perf_counter() - t0, proc.returncode, last[:150]
 
@@ -54,7 +54,7 @@ def main() -> None:
         ours_file, theirs_file = Path(tmp, "ours.yaml"), Path(tmp, "theirs.yaml")
         ours_file.write_text(OURS % tmp)
         theirs_file.write_text(THEIRS % tmp)
-        ours_cmd = [sys.executable, "-m", "grpo_ext.train", str(ours_file)]
+        ours_cmd = [sys.executable, "-m", "grpo_ext", "train", str(ours_file)]
         theirs_cmd = [trl_cli, "grpo", "--config", str(theirs_file)]
         ours, theirs = [], []
         for _ in range(args.repeats):

@@ -21,11 +21,15 @@ def main() -> None:
     first = {"same": [], "ours": []}
     steps = {"same": [], "ours": []}
     for i in range(args.rounds):
-        for name in (("same", "ours") if i % 2 == 0 else ("ours", "same")):
+        for name in ("same", "ours") if i % 2 == 0 else ("ours", "same"):
             r = launch(name, args.steps)
             first[name].append(r["first_step_at"])
             steps[name].extend(r["step_seconds"][1:])  # the first step includes warm-up; it is in time to first step
-            print(f"round {i + 1} {name:<5} first step at {r['first_step_at']:.2f} s, median step {statistics.median(r['step_seconds'][1:]):.2f} s", flush=True)
+            print(
+                f"round {i + 1} {name:<5} first step at {r['first_step_at']:.2f} s, "
+                f"median step {statistics.median(r['step_seconds'][1:]):.2f} s",
+                flush=True,
+            )
     f_same, f_ours = statistics.median(first["same"]), statistics.median(first["ours"])
     s_same, s_ours = statistics.median(steps["same"]), statistics.median(steps["ours"])
     print(f"time to first step: plain TRL {f_same:.2f} s, grpo_ext {f_ours:.2f} s, ratio {f_ours / f_same:.3f}")

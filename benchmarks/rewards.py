@@ -28,9 +28,23 @@ FORMS = {
 
 # Why each disagreement class is math_accuracy's verdict that is right: (form, ours, trl) -> reason.
 REASONS = {
-    ("marker", 1.0, 0.0): "the correct answer follows the GSM8K marker '#### '; TRL reads LaTeX only in \\boxed{} or after 'final answer is', so it finds no answer",
-    ("tag", 1.0, 0.0): "the correct answer sits in <answer></answer>; TRL reads LaTeX only in \\boxed{} or after 'final answer is', so it finds no answer",
-    ("last_number", 1.0, 0.0): "the completion ends with the correct number in plain text; TRL reads LaTeX only in \\boxed{} or after 'final answer is'",
+    (
+        "marker",
+        1.0,
+        0.0,
+    ): "the correct answer follows the GSM8K marker '#### '; TRL reads LaTeX only in \\boxed{} or after 'final answer is', "
+    "so it finds no answer",
+    (
+        "tag",
+        1.0,
+        0.0,
+    ): "the correct answer sits in <answer></answer>; TRL reads LaTeX only in \\boxed{} or after 'final answer is', "
+    "so it finds no answer",
+    (
+        "last_number",
+        1.0,
+        0.0,
+    ): "the completion ends with the correct number in plain text; TRL reads LaTeX only in \\boxed{} or after 'final answer is'",
 }
 
 
@@ -47,7 +61,7 @@ def corpus(size: int, seed: int = 0) -> list[dict]:
         ("adv_mb", "The answer is 7. " * 61_700 + "So the answer is $\\boxed{7}$.", "7"),
         ("adv_latex", "$\\boxed{\\frac{{1}{2}\\sqrt[}{3}}$", "\\frac{1}{2}"),
     ]
-    for i in range(2):
+    for _ in range(2):
         for form, completion, answer in adversarial:
             add("adversarial", form, completion, answer)
     malformed = ["$\\boxed{", "", "I am not sure how to solve this.", "$\\boxed{}$", "$\\frac{1}{$", "<answer></answer>", "#### "]
@@ -82,7 +96,7 @@ def timed(fn, completions, answers) -> tuple[list, float]:
     t0 = time.perf_counter()
     scores = []
     for start in range(0, len(completions), 64):  # TRL hands rewards one generation batch at a time
-        scores += fn(completions=completions[start:start + 64], **answers(start, start + 64))
+        scores += fn(completions=completions[start : start + 64], **answers(start, start + 64))
     return scores, time.perf_counter() - t0
 
 
@@ -98,13 +112,19 @@ def main() -> int:
     pairs = corpus(opts.size)
     chat = [[{"role": "assistant", "content": p["completion"]}] for p in pairs]
     golds = [p["answer"] for p in pairs]
-    print(f"corpus: {len(pairs)} pairs: " + ", ".join(f"{k} {v}" for k, v in collections.Counter(p["category"] for p in pairs).items()))
+    print(
+        f"corpus: {len(pairs)} pairs: "
+        + ", ".join(f"{k} {v}" for k, v in collections.Counter(p["category"] for p in pairs).items())
+    )
     ours, ours_s = timed(math_accuracy(), chat, lambda i, j: {"answer": golds[i:j]})
     trl, trl_s = timed(accuracy_reward, chat, lambda i, j: {"solution": golds[i:j]})
 
-    both = [(p, o, t) for p, o, t in zip(pairs, ours, trl) if o is not None and t is not None]
+    both = [(p, o, t) for p, o, t in zip(pairs, ours, trl, strict=True) if o is not None and t is not None]
     agree = sum(o == t for _, o, t in both)
-    print(f"verdicts: math_accuracy {sum(o is not None for o in ours)}, trl accuracy_reward {sum(t is not None for t in trl)}, both {len(both)}")
+    print(
+        f"verdicts: math_accuracy {sum(o is not None for o in ours)}, "
+        f"trl accuracy_reward {sum(t is not None for t in trl)}, both {len(both)}"
+    )
     print(f"agreement where both judge: {agree}/{len(both)} = {agree / max(len(both), 1):.4f}")
     classes = collections.defaultdict(list)
     for p, o, t in both:
@@ -116,18 +136,23 @@ def main() -> int:
         unexplained += reason is None
         example = members[0]["completion"]
         example = example if len(example) < 90 else example[:60] + f"... ({len(example)} chars)"
-        print(f"  disagreement {key[0]}: ours {key[1]} vs trl {key[2]}: {len(members)} pairs; answer {members[0]['answer'][:40]!r}; "
-              f"e.g. {example!r}\n    reason: {reason or 'UNEXPLAINED'}")
-    only_ours = collections.Counter(p["form"] for p, o, t in zip(pairs, ours, trl) if o is not None and t is None)
-    only_trl = collections.Counter(p["form"] for p, o, t in zip(pairs, ours, trl) if o is None and t is not None)
+        print(
+            f"  disagreement {key[0]}: ours {key[1]} vs trl {key[2]}: {len(members)} pairs; "
+            f"answer {members[0]['answer'][:40]!r}; "
+            f"e.g. {example!r}\n    reason: {reason or 'UNEXPLAINED'}"
+        )
+    only_ours = collections.Counter(p["form"] for p, o, t in zip(pairs, ours, trl, strict=True) if o is not None and t is None)
+    only_trl = collections.Counter(p["form"] for p, o, t in zip(pairs, ours, trl, strict=True) if o is None and t is not None)
     if only_ours or only_trl:
         print(f"  verdict from one side only: math_accuracy only {dict(only_ours)}; trl only {dict(only_trl)}")
-    labelled = [(p, o, t) for p, o, t in zip(pairs, ours, trl) if p["category"] in ("correct", "wrong")]
+    labelled = [(p, o, t) for p, o, t in zip(pairs, ours, trl, strict=True) if p["category"] in ("correct", "wrong")]
     for name, index in (("math_accuracy", 1), ("trl accuracy_reward", 2)):
         hits = sum(row[index] == (1.0 if row[0]["category"] == "correct" else 0.0) for row in labelled)
         print(f"{name} matches the corpus label (correct -> 1.0, wrong -> 0.0) on {hits}/{len(labelled)} labelled pairs")
-    print(f"time: math_accuracy {ours_s:.2f} s ({len(pairs) / ours_s:.0f} pairs/s), trl accuracy_reward {trl_s:.2f} s "
-          f"({len(pairs) / trl_s:.0f} pairs/s); math_accuracy is {trl_s / ours_s:.1f}x faster")
+    print(
+        f"time: math_accuracy {ours_s:.2f} s ({len(pairs) / ours_s:.0f} pairs/s), trl accuracy_reward {trl_s:.2f} s "
+        f"({len(pairs) / trl_s:.0f} pairs/s); math_accuracy is {trl_s / ours_s:.1f}x faster"
+    )
     return 1 if unexplained else 0
 
 

@@ -3,7 +3,7 @@
     python benchmarks/seeds.py [--recipe recipes/digit.yaml] [--seeds 0-7]
                                [--candidate "LABEL: KEY=VALUE KEY=VALUE" ...] [--metric digit_exact]
 
-Each contestant trains the recipe once per seed (``python -m grpo_ext.train RECIPE seed=N ...`` in its
+Each contestant trains the recipe once per seed (``grpo-ext train RECIPE seed=N ...`` in its
 own process, checkpoints off) and is judged by the run's own held-out ``eval after``: a seed counts as
 solved when the pass rate of ``--metric`` reaches ``--solved`` (0.9). The shipped recipe always runs
 first as ``shipped``; the candidates add their overrides to it. Seeds alternate between contestants so
@@ -41,8 +41,17 @@ def candidate(text: str) -> tuple[str, list[str]]:
 
 def run_once(recipe: str, seed: int, overrides: list[str], metric: str, work: Path) -> dict:
     out = work / f"run-{time.monotonic_ns()}"
-    cmd = [sys.executable, "-m", "grpo_ext.train", recipe, f"seed={seed}", f"output_dir={out}",
-           "training.save_strategy='no'", *overrides]
+    cmd = [
+        sys.executable,
+        "-m",
+        "grpo_ext",
+        "train",
+        recipe,
+        f"seed={seed}",
+        f"output_dir={out}",
+        "training.save_strategy='no'",
+        *overrides,
+    ]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.monotonic() - t0
@@ -57,8 +66,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--recipe", default="recipes/digit.yaml")
     parser.add_argument("--seeds", type=seed_list, default=seed_list("0-7"), help="e.g. 0-7 or 0,3,5")
-    parser.add_argument("--candidate", type=candidate, action="append", default=[],
-                        help="'LABEL: key=value ...' overrides on top of the recipe; repeatable")
+    parser.add_argument(
+        "--candidate",
+        type=candidate,
+        action="append",
+        default=[],
+        help="'LABEL: key=value ...' overrides on top of the recipe; repeatable",
+    )
     parser.add_argument("--metric", default="digit_exact", help="the eval reward whose pass rate decides")
     parser.add_argument("--solved", type=float, default=0.9, help="pass rate that counts as solved")
     args = parser.parse_args()
@@ -71,19 +85,27 @@ def main() -> None:
             for label, overrides in order:
                 r = run_once(args.recipe, seed, overrides, args.metric, Path(tmp))
                 results[label].append(r)
-                print(f"seed {seed:<3} {label:<16} {args.metric} pass rate after {r['pass_rate']:<7} "
-                      f"{r['steps']} steps, {r['wall']:.0f} s", flush=True)
+                print(
+                    f"seed {seed:<3} {label:<16} {args.metric} pass rate after {r['pass_rate']:<7} "
+                    f"{r['steps']} steps, {r['wall']:.0f} s",
+                    flush=True,
+                )
 
     def stats(rows: list[dict]) -> tuple[int, float, float]:
-        return (sum(r["pass_rate"] >= args.solved for r in rows), statistics.fmean(r["pass_rate"] for r in rows),
-                statistics.median(r["wall"] for r in rows))
+        return (
+            sum(r["pass_rate"] >= args.solved for r in rows),
+            statistics.fmean(r["pass_rate"] for r in rows),
+            statistics.median(r["wall"] for r in rows),
+        )
 
     base = stats(results["shipped"])
     n = len(args.seeds)
     for label, overrides in contestants:
         solved, mean, wall = stats(results[label])
-        print(f"{label:<16} solved {solved}/{n} seeds, mean pass rate {mean:.3f}, median wall {wall:.0f} s"
-              + (f"  [{' '.join(overrides)}]" if overrides else ""))
+        print(
+            f"{label:<16} solved {solved}/{n} seeds, mean pass rate {mean:.3f}, median wall {wall:.0f} s"
+            + (f"  [{' '.join(overrides)}]" if overrides else "")
+        )
     for label, _ in args.candidate:
         solved, mean, wall = stats(results[label])
         ratio = f"{solved / base[0]:.2f}" if base[0] else "n/a (shipped solved none)"

@@ -28,15 +28,20 @@ def main() -> None:
         solved = f"{r['solved_at']:.0f} s (step {r['solved_step']})" if r["solved_at"] else f"not reached in {r['steps']} steps"
         step = statistics.median(r["step_seconds"]) if r["step_seconds"] else float("nan")
         last = r["checks"][-1][1] if r["checks"] else None
-        print(f"{LABELS[name]:<26} solved: {solved:<24} median step {step:.2f} s  last pass rate {last}  wall {r['wall']:.0f} s", flush=True)
+        print(
+            f"{LABELS[name]:<26} solved: {solved:<24} median step {step:.2f} s  last pass rate {last}  wall {r['wall']:.0f} s",
+            flush=True,
+        )
     b, c = results.get("plain"), results.get("ours")
     if b and c:
         if b["solved_at"] and c["solved_at"]:
             print(f"ratio (c)/(b) time to solve: {c['solved_at'] / b['solved_at']:.2f}")
         elif c["solved_at"]:
             # (b) had not solved it when it stopped, so its time to solve is more than its last check.
-            print(f"ratio (c)/(b) time to solve: below {c['solved_at'] / b['checks'][-1][2]:.2f} "
-                  f"((b) not solved by {b['checks'][-1][2]:.0f} s)")
+            print(
+                f"ratio (c)/(b) time to solve: below {c['solved_at'] / b['checks'][-1][2]:.2f} "
+                f"((b) not solved by {b['checks'][-1][2]:.0f} s)"
+            )
         else:
             print("ratio (c)/(b): undefined, (c) did not reach 0.9")
 

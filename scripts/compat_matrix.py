@@ -3,7 +3,7 @@
 For each row: a plain venv under .compat/venvs/ (kept and reused while its pins match), pip install of
 torch==2.13.0 (the CPU build), the row's trl and transformers, and grpo_ext with its test extras; then
 the field table (grpo_ext/trl_fields/<trl>.json), the compatibility tests (tests/test_compat.py), a
-2-step training of the tiny local model through `python -m grpo_ext.train`, and a dry run of the digit
+2-step training of the tiny local model through `grpo-ext train`, and a dry run of the digit
 recipe whose effective values must equal the newest row's (for keys both versions have).
 
     python scripts/compat_matrix.py                 # every row; writes docs/compat.md
@@ -37,8 +37,14 @@ MATRIX = [
     ("1.16.0", "5.24.0"),
 ]
 
-TINY_OVERRIDES = ["training.max_steps=2", "training.per_device_train_batch_size=4", "training.num_generations=4",
-                  "training.max_completion_length=4", "training.save_strategy='no'", "eval.samples=2"]
+TINY_OVERRIDES = [
+    "training.max_steps=2",
+    "training.per_device_train_batch_size=4",
+    "training.num_generations=4",
+    "training.max_completion_length=4",
+    "training.save_strategy='no'",
+    "eval.samples=2",
+]
 
 
 def sh(cmd: list[str], log: Path, timeout: int = 900) -> tuple[bool, str]:
@@ -46,7 +52,7 @@ def sh(cmd: list[str], log: Path, timeout: int = 900) -> tuple[bool, str]:
     with open(log, "a") as fh:
         fh.write(f"$ {' '.join(cmd)}\n")
         try:
-            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout)
+            proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
             fh.write(f"timed out after {timeout} s\n")
             return False, ""
@@ -61,7 +67,12 @@ def install(trl: str, transformers: str, log: Path) -> tuple[Path, bool]:
     if marker.exists() and marker.read_text() == spec:
         return venv / "bin" / "python", True
     ok, _ = sh([sys.executable, "-m", "venv", "--clear", str(venv)], log)
-    ok = ok and sh([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", *spec.split(), "-e", ".[test]"], log)[0]
+    ok = (
+        ok
+        and sh([str(venv / "bin" / "pip"), "install", "-q", "--disable-pip-version-check", *spec.split(), "-e", ".[test]"], log)[
+            0
+        ]
+    )
     if ok:
         marker.write_text(spec)
     return venv / "bin" / "python", ok
@@ -102,12 +113,26 @@ def run_row(trl: str, transformers: str, logs: Path) -> dict:
         run_dir = Path(tmp) / "run"
         ok = sh([str(python), "-m", "grpo_ext.tiny", str(tiny)], log)[0]
         t1 = time.monotonic()
-        ok = ok and sh([str(python), "-m", "grpo_ext.train", "recipes/digit.yaml", f"model.name={tiny}",
-                        f"output_dir={run_dir}", *TINY_OVERRIDES], log)[0]
+        ok = (
+            ok
+            and sh(
+                [
+                    str(python),
+                    "-m",
+                    "grpo_ext",
+                    "train",
+                    "recipes/digit.yaml",
+                    f"model.name={tiny}",
+                    f"output_dir={run_dir}",
+                    *TINY_OVERRIDES,
+                ],
+                log,
+            )[0]
+        )
         done = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
         good = ok and done.get("status") == "completed" and done.get("steps") == 2
         row["train"] = f"2 steps in {time.monotonic() - t1:.0f} s" if good else f"failed ({done.get('error', 'see log')[:60]})"
-    ok, out = sh([str(python), "-m", "grpo_ext.train", "recipes/digit.yaml", "--dry-run"], log)
+    ok, out = sh([str(python), "-m", "grpo_ext", "train", "recipes/digit.yaml", "--dry-run"], log)
     row["dry_run"] = dry_run_values(out) if ok else {}
     return row
 
@@ -119,7 +144,7 @@ def write_doc(rows: list[dict], path: Path) -> None:
         "",
         "Written by `python scripts/compat_matrix.py` (do not edit by hand). Each row installs `torch==2.13.0` (CPU),",
         "the row's trl and transformers and grpo_ext in a fresh venv, then runs `tests/test_compat.py`, a 2-step",
-        "training of the tiny local model (`grpo_ext.tiny`) through `python -m grpo_ext.train recipes/digit.yaml`, and",
+        "training of the tiny local model (`grpo_ext.tiny`) through `grpo-ext train recipes/digit.yaml`, and",
         "`--dry-run` of `recipes/digit.yaml`. *Dry run* compares the effective GRPOConfig values it prints with those",
         f"of trl {rows[-1]['trl']}, for the keys both versions have. CI runs the oldest and the newest row.",
         "",
@@ -129,12 +154,24 @@ def write_doc(rows: list[dict], path: Path) -> None:
     for row in rows:
         same = [k for k in row["dry_run"] if k in newest]
         differ = [k for k in same if row["dry_run"][k] != newest[k]]
-        dry = "no output" if not row["dry_run"] else (f"{len(same)} keys identical" if not differ else f"differs: {', '.join(differ)}")
-        green = row["install"] == "ok" and "FAILED" not in row["tests"] and "failed" not in row["tests"] \
-            and row["train"].startswith("2 steps") and row["dry_run"] and not differ
+        dry = (
+            "no output"
+            if not row["dry_run"]
+            else (f"{len(same)} keys identical" if not differ else f"differs: {', '.join(differ)}")
+        )
+        green = (
+            row["install"] == "ok"
+            and "FAILED" not in row["tests"]
+            and "failed" not in row["tests"]
+            and row["train"].startswith("2 steps")
+            and row["dry_run"]
+            and not differ
+        )
         row["green"] = bool(green)
         tests = row["tests"] if row["install"] == "ok" else "install failed"
-        lines.append(f"| {row['trl']} | {row['transformers']} | {tests} | {row['train']} | {dry} | {'pass' if green else 'FAIL'} |")
+        lines.append(
+            f"| {row['trl']} | {row['transformers']} | {tests} | {row['train']} | {dry} | {'pass' if green else 'FAIL'} |"
+        )
     lines += ["", f"Logs of the last run: `.compat/logs/` (not committed). Python {sys.version.split()[0]}.", ""]
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
@@ -146,7 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     rows_to_run = [r for r in MATRIX if not args.only or r[0] in args.only]
     if not rows_to_run:
-        print(f"error: --only {' '.join(args.only)}: not in the matrix; choose from {', '.join(r[0] for r in MATRIX)}", file=sys.stderr)
+        print(
+            f"error: --only {' '.join(args.only)}: not in the matrix; choose from {', '.join(r[0] for r in MATRIX)}",
+            file=sys.stderr,
+        )
         return 2
     logs = ROOT / ".compat" / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -154,8 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     for trl, transformers in rows_to_run:
         row = run_row(trl, transformers, logs)
         rows.append(row)
-        print(f"trl {trl} / transformers {transformers}: install {row['install']} ({row['install_s']} s), "
-              f"tests {row['tests']}, training {row['train']}", flush=True)
+        print(
+            f"trl {trl} / transformers {transformers}: install {row['install']} ({row['install_s']} s), "
+            f"tests {row['tests']}, training {row['train']}",
+            flush=True,
+        )
     failed = [r["trl"] for r in rows if r["install"] != "ok" or "FAILED" in r["tests"] or not r["train"].startswith("2 steps")]
     if not args.only:
         write_doc(rows, ROOT / "docs" / "compat.md")

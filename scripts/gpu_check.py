@@ -29,36 +29,44 @@ def main() -> int:
 
     import torch
 
-    from grpo_ext import plan, train
-    from grpo_ext.errors import RecipeError
-    from grpo_ext.recipe import load
+    import grpo_ext
+    from grpo_ext.verbs import plan
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print(f"{args.recipe}: no CUDA device; pass --device cpu to check the script on a CPU", file=sys.stderr)
         return 2
-    overrides = [f"training.max_steps={args.steps}", "training.save_strategy='no'", "eval.enabled=false", f"output_dir={args.out}"]
+    overrides = [
+        f"training.max_steps={args.steps}",
+        "training.save_strategy='no'",
+        "eval.enabled=false",
+        f"output_dir={args.out}",
+    ]
     if args.device == "cuda":
         overrides += ["model.dtype=bfloat16", "training.bf16=true"]
     try:
-        recipe = load(args.recipe, overrides)
+        recipe = grpo_ext.load_recipe(args.recipe, overrides)
         folder = plan.config_dir(recipe["model"], recipe.base_dir)
-    except RecipeError as exc:
+        estimate = plan.total(plan.estimate(recipe, plan.model_shape(folder), plan.prompt_tokens(recipe, folder), args.device))
+        grpo_ext.train(recipe)
+    except grpo_ext.RecipeError as exc:
         print("\n".join(exc.lines()), file=sys.stderr)
         return 2
-    estimate = plan.total(plan.estimate(recipe, plan.model_shape(folder), plan.prompt_tokens(recipe, folder), args.device))
-
-    status = train.main([args.recipe, *overrides])
-    if status != 0:
-        return status
+    except grpo_ext.RunError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     lines = [json.loads(line) for line in (Path(args.out) / "metrics.jsonl").read_text().splitlines()]
     times = [line["step_time"] for line in lines[1:] if "step_time" in line] or [lines[0].get("step_time", float("nan"))]
     if args.device == "cuda":
-        peak = f"peak {torch.cuda.max_memory_allocated() / GIB:.2f} GiB allocated, {torch.cuda.max_memory_reserved() / GIB:.2f} GiB reserved"
+        allocated, reserved = torch.cuda.max_memory_allocated() / GIB, torch.cuda.max_memory_reserved() / GIB
+        peak = f"peak {allocated:.2f} GiB allocated, {reserved:.2f} GiB reserved"
     else:
         peak = f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB:.2f} GiB"
     name = Path(args.recipe).stem
-    print(f"{name:<12} {args.device}: {len(lines)} steps, {statistics.median(times):.2f} s/step (median after the first), "
-          f"{peak}; plan {estimate / GIB:.2f} GiB", flush=True)
+    print(
+        f"{name:<12} {args.device}: {len(lines)} steps, {statistics.median(times):.2f} s/step (median after the first), "
+        f"{peak}; plan {estimate / GIB:.2f} GiB",
+        flush=True,
+    )
     return 0
 
 

@@ -18,7 +18,7 @@ import importlib.metadata as md, torch
 gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA device"
 print(f"gpu_check: {gpu}; torch {torch.__version__}, trl {md.version('trl')}, peft {md.version('peft')}, bitsandbytes {md.version('bitsandbytes')}")
 PY
-"$PY" -c "from grpo_ext import models; models.materialize(models.resolve('smollm2-135m-instruct', __import__('pathlib').Path('.')), log=lambda m: None)"
+"$PY" -c "from grpo_ext import model_source as m; m.materialize(m.resolve('smollm2-135m-instruct', __import__('pathlib').Path('.')), log=lambda _: None)"
 status=0
 for recipe in digit digit-lora digit-qlora; do
   if ! timeout "$LIMIT" "$PY" scripts/gpu_check.py "recipes/$recipe.yaml" --steps "$STEPS" --device "$DEVICE" --out "$OUT/$recipe" >"$OUT/$recipe.log" 2>&1; then

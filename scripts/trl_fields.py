@@ -9,9 +9,9 @@ runs this in each TRL version's environment:
 """
 
 import dataclasses
-import sys
 import enum
 import json
+import sys
 import types
 import typing
 from pathlib import Path

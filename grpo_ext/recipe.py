@@ -224,19 +224,47 @@ def parse_override(text: str) -> tuple[list[str], object]:
     return key.split("."), value
 
 
+def _child(node, key):
+    """``node[key]`` of a mapping or a list, or None where there is none."""
+    if isinstance(node, dict):
+        return node.get(key)
+    if isinstance(node, list) and isinstance(key, int) and key < len(node):
+        return node[key]
+    return None
+
+
+def typed_here(keys: list, value, cwd: Path):
+    """A path given as an override means a path from where it was typed: made absolute against ``cwd``.
+
+    The keys that hold paths: data.file, model.name (a local folder or .gguf file) and a reward's file.py:name.
+    """
+    if not isinstance(value, str) or not value:
+        return value
+    where = [str(k) for k in keys]
+    if where == ["data", "file"]:
+        return str(resolve_path(value, cwd).resolve())
+    if where == ["model", "name"] and value not in catalog.MODELS:
+        local = resolve_path(value, cwd)
+        looks_local = value.startswith((".", "/", "~")) or value.endswith(".gguf") or local.exists()
+        return str(local.resolve()) if looks_local else value
+    if where[0] == "rewards" and (len(where) == 2 or where[2:] == ["name"]):  # rewards.0 or rewards.0.name
+        target, sep, attr = value.rpartition(":")
+        if sep and target.endswith(".py"):
+            return f"{resolve_path(target, cwd).resolve()}:{attr}"
+    return value
+
+
 def apply_overrides(doc: dict, overrides: list[str]) -> dict:
+    """The recipe with each ``key=value`` applied; paths in them are taken from the working directory."""
     doc = copy.deepcopy(doc)
     for text in overrides:
         keys, value = parse_override(text)
+        value = typed_here(keys, value, Path.cwd())
         node = doc
         for depth, key in enumerate(keys[:-1]):
             if isinstance(node, list):
                 key = int(key) if key.isdigit() else key
-            nxt = (
-                node[key]
-                if isinstance(node, list) and isinstance(key, int) and key < len(node)
-                else (node.get(key) if isinstance(node, dict) else None)
-            )
+            nxt = _child(node, key)
             if nxt is None:
                 if not isinstance(node, dict):
                     size = f" (the list has {len(node)} items)" if isinstance(node, list) else ""

@@ -516,3 +516,30 @@ def test_dry_run_into_a_closed_pipe_prints_no_traceback(unbuffered):
         env=env,
     )
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    "override, expected",
+    [
+        ("data.file=data/x.jsonl", "{cwd}/data/x.jsonl"),  # relative to where it was typed, not to the recipe
+        ("data.file=/abs/x.jsonl", "/abs/x.jsonl"),  # an absolute path stays
+        ("model.name=./models/tiny", "{cwd}/models/tiny"),  # a local folder
+        ("model.name=org/name", "org/name"),  # a hub id is no path
+        ("model.name=smollm2-135m-instruct", "smollm2-135m-instruct"),  # nor an alias
+        ("rewards.0.name=my.py:fn", "{cwd}/my.py:fn"),  # a reward file
+        ("rewards.0=my.py:fn", "{cwd}/my.py:fn"),
+        ("rewards.0.name=pkg.mod:fn", "pkg.mod:fn"),  # a module path is no file
+        ("training.output_dir=x", "x"),  # not a path key
+    ],
+)
+def test_paths_in_overrides_are_relative_to_where_they_were_typed(override, expected, tmp_path, monkeypatch):
+    from grpo_ext.recipe import apply_overrides, parse_override
+
+    monkeypatch.chdir(tmp_path)
+    keys, _ = parse_override(override)
+    doc = apply_overrides({"data": {}, "model": {}, "rewards": ["digit_exact"], "training": {}}, [override])
+    node = doc
+    for key in keys:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    value = node["name"] if isinstance(node, dict) else node
+    assert value == expected.format(cwd=tmp_path.resolve())

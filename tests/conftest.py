@@ -43,6 +43,25 @@ def no_hub(monkeypatch):
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
 
 
+def tiny_doc(digit_doc: dict, tiny_model: Path, output_dir: Path, **sections) -> dict:
+    """The shipped digit recipe made tiny (seconds per run): 2 steps of 4 completions, 2 eval prompts x 2
+    samples; ``sections`` update its sections or set top-level keys."""
+    doc = digit_doc
+    doc["model"]["name"] = str(tiny_model)
+    doc["training"].update(
+        max_steps=2, per_device_train_batch_size=4, num_generations=4, max_completion_length=4, save_steps=1, save_total_limit=1
+    )
+    doc["data"]["eval_prompts"] = doc["data"]["eval_prompts"][:2]
+    doc["eval"]["samples"] = 2
+    doc["output_dir"] = str(output_dir)
+    for key, value in sections.items():
+        if isinstance(value, dict) and isinstance(doc.get(key), dict):
+            doc[key].update(value)
+        else:
+            doc[key] = value
+    return doc
+
+
 def copy_tree(src: Path, dst: Path) -> Path:
     shutil.copytree(src, dst)
     return dst

@@ -14,26 +14,9 @@ import pytest
 import yaml
 
 from grpo_ext import cli
+from tests.conftest import tiny_doc
 
 # --- helpers ---------------------------------------------------------------------------------------------
-
-
-def tiny_doc(digit_doc: dict, tiny_model: Path, output_dir: Path, **sections) -> dict:
-    """The shipped digit recipe made tiny (seconds per run); ``sections`` update its sections or keys."""
-    doc = digit_doc
-    doc["model"]["name"] = str(tiny_model)
-    doc["training"].update(
-        max_steps=2, per_device_train_batch_size=4, num_generations=4, max_completion_length=4, save_steps=1, save_total_limit=1
-    )
-    doc["data"]["eval_prompts"] = doc["data"]["eval_prompts"][:2]
-    doc["eval"]["samples"] = 2
-    doc["output_dir"] = str(output_dir)
-    for key, value in sections.items():
-        if isinstance(value, dict) and isinstance(doc.get(key), dict):
-            doc[key].update(value)
-        else:
-            doc[key] = value
-    return doc
 
 
 def write(path: Path, doc_or_text) -> Path:
@@ -170,7 +153,8 @@ def test_defect_4_failure_in_eval_before_marks_run_failed(tiny_model, digit_doc,
 # --- 6. an interrupted run's summary ------------------------------------------------------------------------
 
 
-def test_defect_6_interrupted_summary_counts_logged_steps(tiny_model, digit_doc, tmp_path, no_hub, capsys):
+def interrupted_run(tiny_model, digit_doc, tmp_path, capsys) -> tuple[Path, Path]:
+    """(recipe, run directory) of a 4-step run stopped by Ctrl-C in step 3 (a reward raises KeyboardInterrupt)."""
     write(tmp_path / "my_rewards.py", REWARDS_PY)
     run = tmp_path / "run"
     doc = tiny_doc(
@@ -184,8 +168,12 @@ def test_defect_6_interrupted_summary_counts_logged_steps(tiny_model, digit_doc,
     recipe = write(tmp_path / "r.yaml", doc)
     rc = run_cli(["train", str(recipe)])
     err = capsys.readouterr().err
-    assert rc == 130, err[-1500:]
-    assert "interrupted" in err
+    assert rc == 130 and "interrupted" in err, err[-1500:]
+    return recipe, run
+
+
+def test_defect_6_interrupted_summary_counts_logged_steps(tiny_model, digit_doc, tmp_path, no_hub, capsys):
+    recipe, run = interrupted_run(tiny_model, digit_doc, tmp_path, capsys)
     lines = metrics(run)
     assert [line["step"] for line in lines] == [1, 2]
     s = summary(run)
@@ -360,19 +348,7 @@ def test_defect_3_eval_scores_length_rewards_in_tokens():
 
 
 def test_defect_5_resume_refuses_a_changed_recipe_unless_accepted(tiny_model, digit_doc, tmp_path, no_hub, capsys):
-    write(tmp_path / "my_rewards.py", REWARDS_PY)
-    run = tmp_path / "run"
-    doc = tiny_doc(
-        digit_doc,
-        tiny_model,
-        run,
-        rewards=["my_rewards.py:interrupt_on_third"],
-        training={"max_steps": 4},
-        eval={"enabled": False},
-    )
-    recipe = write(tmp_path / "r.yaml", doc)
-    assert run_cli(["train", str(recipe)]) == 130  # interrupted in step 3; checkpoint-2 is complete
-    capsys.readouterr()
+    recipe, run = interrupted_run(tiny_model, digit_doc, tmp_path, capsys)  # checkpoint-2 is complete
     changed = ["training.learning_rate=0.001", "rewards.0.name=digit_exact"]
     assert run_cli(["train", str(recipe), "--resume", *changed]) == 2
     err = capsys.readouterr().err
@@ -543,3 +519,47 @@ def test_paths_in_overrides_are_relative_to_where_they_were_typed(override, expe
         node = node[int(key)] if isinstance(node, list) else node[key]
     value = node["name"] if isinstance(node, dict) else node
     assert value == expected.format(cwd=tmp_path.resolve())
+
+
+# --- 9. a resumed run continues on the path of the run that never stopped ---------------------------------------
+
+STOPPABLE_PY = textwrap.dedent("""
+    import os
+
+    calls = 0
+
+    def brevity(completions, **kwargs):
+        global calls
+        calls += 1
+        if calls == int(os.environ.get("STOP_AT_CALL", "0")):
+            raise KeyboardInterrupt  # Ctrl-C in the middle of a step
+        return [1.0 / (1 + len(str(c))) for c in completions]
+""")
+
+
+@pytest.mark.parametrize("stop_at", [3, 5])  # the resume starts at an epoch boundary (3 prompts a epoch), or inside one
+def test_defect_9_resume_follows_the_uninterrupted_run(stop_at, tiny_model, digit_doc, tmp_path, no_hub, monkeypatch, capsys):
+    write(tmp_path / "rewards.py", STOPPABLE_PY)
+    doc = tiny_doc(
+        digit_doc,
+        tiny_model,
+        tmp_path / "full",
+        rewards=["rewards.py:brevity"],
+        training={"max_steps": 6, "per_device_train_batch_size": 4, "save_total_limit": None},
+    )
+    doc["data"]["prompts"] = doc["data"]["prompts"][:3]  # one prompt a step: 3 steps an epoch
+    recipe = write(tmp_path / "r.yaml", doc)
+
+    def steps(run: Path) -> list[tuple]:
+        return [(m["step"], m["reward"], m.get("completions/mean_length")) for m in metrics(run)]
+
+    assert run_cli(["train", str(recipe)]) == 0
+    cut = [f"output_dir={tmp_path / 'cut'}"]
+    monkeypatch.setenv("STOP_AT_CALL", str(stop_at + 1))  # the eval before is the first call
+    assert run_cli(["train", str(recipe), *cut]) == 130
+    assert [m["step"] for m in metrics(tmp_path / "cut")] == list(range(1, stop_at))  # stopped inside step stop_at
+    monkeypatch.delenv("STOP_AT_CALL")
+    capsys.readouterr()
+    assert run_cli(["train", str(recipe), *cut, "--resume"]) == 0
+    assert f"resuming from checkpoint-{stop_at - 1}" in capsys.readouterr().err  # not from scratch
+    assert steps(tmp_path / "cut") == steps(tmp_path / "full")

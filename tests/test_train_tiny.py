@@ -8,18 +8,12 @@ import pytest
 import yaml
 
 from grpo_ext import cli
+from tests.conftest import tiny_doc
 
 
 @pytest.fixture
 def tiny_recipe(tiny_model, digit_doc, tmp_path):
-    doc = digit_doc
-    doc["model"]["name"] = str(tiny_model)
-    doc["training"].update(
-        max_steps=2, per_device_train_batch_size=4, num_generations=4, max_completion_length=4, save_steps=1, save_total_limit=1
-    )
-    doc["data"]["eval_prompts"] = doc["data"]["eval_prompts"][:2]
-    doc["eval"]["samples"] = 2
-    doc["output_dir"] = str(tmp_path / "run")
+    doc = tiny_doc(digit_doc, tiny_model, tmp_path / "run")
     path = tmp_path / "tiny.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path

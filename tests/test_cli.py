@@ -114,3 +114,20 @@ def test_train_overrides_before_and_after_flags(argv):
 def test_train_dry_run_with_override_after_flag(capsys):
     assert cli.main(["train", "digit", "--dry-run", "training.max_steps=3"]) == 0
     assert re.search(r"^  max_steps +3 +recipe", capsys.readouterr().out, re.MULTILINE)
+
+
+def test_one_front_door():
+    """`python -m grpo_ext.train`, `python -m grpo_ext train` (the grpo-ext script) and the API print the same."""
+    import contextlib
+    import io
+    import subprocess
+    import sys
+
+    import grpo_ext
+
+    commands = [[sys.executable, "-m", "grpo_ext.train", "digit"], [sys.executable, "-m", "grpo_ext", "train", "digit"]]
+    outs = [subprocess.run([*c, "--dry-run", "seed=3"], capture_output=True, text=True, check=True).stdout for c in commands]
+    api = io.StringIO()
+    with contextlib.redirect_stdout(api):
+        grpo_ext.dry_run(grpo_ext.load_recipe("digit", ["seed=3"]))
+    assert outs[0] == outs[1] == api.getvalue() and "  seed                             3" in api.getvalue()

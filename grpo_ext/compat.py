@@ -20,7 +20,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from grpo_ext import batch_rules
-from grpo_ext.base import coerce, describe_kinds, kind_of, suggest
+from grpo_ext.base import clip, coerce, describe_kinds, kind_of, shown, suggest
 
 MIN_TRL = Version("0.19")
 
@@ -264,7 +264,7 @@ def check_training(training: dict, installed: Version | None = None) -> list[str
         problems.append(unsupported)
     valid = {}
     for key in list(training):
-        where = f"training.{key}"
+        where = f"training.{clip(str(key))}"
         value = training[key]
         if key in RETIRED:
             problems.append(f"{where}: removed in trl 0.18 and not in any supported version; {RETIRED[key]}")
@@ -290,7 +290,7 @@ def check_training(training: dict, installed: Version | None = None) -> list[str
             continue
         if key == "scale_rewards":
             if not isinstance(value, (bool, str)) or (isinstance(value, str) and value not in ("group", "batch", "none")):
-                problems.append(f"{where}: expected 'group', 'batch', 'none', true or false, got {value!r}")
+                problems.append(f"{where}: expected 'group', 'batch', 'none', true or false, got {shown(value)}")
             else:
                 valid[key] = value
             continue

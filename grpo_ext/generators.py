@@ -7,7 +7,7 @@ A generator returns (training rows, eval rows); each row has a ``prompt`` and an
 import inspect
 import random
 
-from grpo_ext.base import suggest
+from grpo_ext.base import shown, suggest
 from grpo_ext.errors import RecipeError
 
 NAMES = ["Ava", "Ben", "Cara", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kim", "Leo", "Mia", "Noor", "Omar", "Pia"]
@@ -54,7 +54,7 @@ GENERATORS = {"arith": arith}
 def check_source(name: str, args: dict) -> list[str]:
     """Problems with ``data.source`` and ``data.source_args``, without generating anything."""
     if name not in GENERATORS:
-        return [f"data.source: unknown generator {name!r}{suggest(name, GENERATORS)}"]
+        return [f"data.source: unknown generator {shown(name)}{suggest(name, GENERATORS)}"]
     try:
         inspect.signature(GENERATORS[name]).bind(**args)
     except TypeError as exc:

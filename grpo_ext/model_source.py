@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grpo_ext import catalog, compat
-from grpo_ext.base import resolve_path, suggest
+from grpo_ext.base import exists, resolve_path, shown, suggest
 from grpo_ext.errors import RunError
 
 READY = "grpo_ext_ready"
@@ -54,7 +54,7 @@ def resolve(name: str, base_dir: Path) -> Source:
     path = resolve_path(name, base_dir)
     if name.endswith(".gguf"):
         return Source("gguf", str(path.resolve()))
-    if path.exists() or name.startswith((".", "/", "~")):
+    if exists(path) or name.startswith((".", "/", "~")):
         return Source("local", str(path.resolve()))
     return Source("hub", name)
 
@@ -63,14 +63,15 @@ def check(name: str, base_dir: Path) -> list[str]:
     """Problems with ``model.name``, without touching the network: a path that is not there, or a name that
     is neither a catalog alias, a local path nor a hub id."""
     source = resolve(name, base_dir)
-    if source.kind in ("local", "gguf") and not Path(source.ref).exists():
+    if source.kind in ("local", "gguf") and not exists(Path(source.ref)):
         return [
-            f"model.name: {source.ref!r} does not exist; give a catalog alias ({', '.join(catalog.MODELS)}), "
+            f"model.name: {shown(source.ref, 200)} does not exist; give a catalog alias ({', '.join(catalog.MODELS)}), "
             f"a hub id or a local path"
         ]
     if source.kind == "hub" and name.count("/") != 1:
         return [
-            f"model.name: {name!r} is not a catalog alias, a hub id (org/name) or a local path{suggest(name, catalog.MODELS)}"
+            f"model.name: {shown(name)} is not a catalog alias, a hub id (org/name) or a local path"
+            f"{suggest(name, catalog.MODELS)}"
         ]
     return []
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import yaml
 
 from grpo_ext import adapters, catalog, compat, hardware, launch, model_source
+from grpo_ext.base import exists
 from grpo_ext.errors import RecipeError, RunError
 
 
@@ -91,7 +92,7 @@ def adapter_base(adapter_dir: Path, recorded: str | None = None) -> str:
     candidates = [n for n in (json.loads(config.read_text(encoding="utf-8")).get("base_model_name_or_path"), recorded) if n]
     if not candidates:
         raise RunError(f"{config} names no base model; set base_model_name_or_path in it")
-    usable = [n for n in candidates if n in catalog.MODELS or Path(n).expanduser().exists()]
+    usable = [n for n in candidates if n in catalog.MODELS or exists(Path(n).expanduser())]
     return (usable or candidates)[0]
 
 

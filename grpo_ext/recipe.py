@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from grpo_ext import adapters, catalog, compat, generators, model_source, rewards, trackers
-from grpo_ext.base import coerce, describe_kinds, kind_of, resolve_path, suggest
+from grpo_ext.base import clip, coerce, describe_kinds, duplicate_keys, exists, kind_of, resolve_path, shown, suggest
 from grpo_ext.errors import RecipeError
 from grpo_ext.rewards.guard import ON_ERROR
 
@@ -180,7 +180,7 @@ def changed_keys(before: dict, after: dict) -> list[str]:
 def locate(ref: str) -> Path:
     """A recipe path, or a shipped recipe's name (``digit``)."""
     path = Path(ref).expanduser()
-    if path.is_file():
+    if exists(path, "file"):
         return path
     shipped = catalog.shipped_recipes()
     if ref in shipped:
@@ -208,6 +208,9 @@ def read_yaml(path: Path) -> dict:
         raise RecipeError(
             f"a recipe is a mapping of sections (model, data, rewards, training, ...), not {kind_of(doc)}", str(path)
         )
+    twice = duplicate_keys(text)
+    if twice:
+        raise RecipeError(twice, str(path))
     return doc
 
 
@@ -245,7 +248,7 @@ def typed_here(keys: list, value, cwd: Path):
         return str(resolve_path(value, cwd).resolve())
     if where == ["model", "name"] and value not in catalog.MODELS:
         local = resolve_path(value, cwd)
-        looks_local = value.startswith((".", "/", "~")) or value.endswith(".gguf") or local.exists()
+        looks_local = value.startswith((".", "/", "~")) or value.endswith(".gguf") or exists(local)
         return str(local.resolve()) if looks_local else value
     if where[0] == "rewards" and (len(where) == 2 or where[2:] == ["name"]):  # rewards.0 or rewards.0.name
         target, sep, attr = value.rpartition(":")
@@ -288,7 +291,7 @@ def _check_section(section: dict, schema: dict[str, Spec], path: str, problems: 
     """Fill defaults and check kinds, choices and minimums; unknown keys get a suggestion."""
     out = {}
     for key, value in section.items():
-        where = f"{path}.{key}" if path else str(key)
+        where = f"{path}.{clip(str(key))}" if path else clip(str(key))
         if key not in schema:
             problems.append(f"{where}: unknown key{suggest(str(key), schema)}")
             continue
@@ -298,7 +301,7 @@ def _check_section(section: dict, schema: dict[str, Spec], path: str, problems: 
             problems.append(f"{where}: expected {describe_kinds(spec.kinds)}, got {kind_of(value)} {value!r:.60}")
             continue
         if spec.choices is not None and value not in spec.choices:
-            problems.append(f"{where}: {value!r} is not one of {', '.join(map(repr, spec.choices))}")
+            problems.append(f"{where}: {shown(value)} is not one of {', '.join(map(repr, spec.choices))}")
             continue
         if spec.minimum is not None and isinstance(value, (int, float)) and value < spec.minimum:
             problems.append(f"{where}: must be at least {spec.minimum}, got {value}")
@@ -352,7 +355,7 @@ def _check_data(d: dict, eval_enabled: bool, base_dir: Path, problems: list[str]
         )
     if d.get("file") is not None:
         file = resolve_path(d["file"], base_dir)
-        if not file.is_file():
+        if not exists(file, "file"):
             problems.append(f"data.file: {str(file)!r} does not exist; paths are relative to the recipe's folder")
         elif file.suffix not in (".jsonl", ".json", ".csv"):
             problems.append(f"data.file: {file.suffix or 'no extension'} is not supported; use .jsonl, .json or .csv")

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from grpo_ext import compat, hardware, plots, rundir
-from grpo_ext.base import fmt
+from grpo_ext.base import fmt, write_atomic
 
 
 def new_summary(recipe: str, model: str, processes: int) -> dict:
@@ -33,11 +33,11 @@ def name_base_model(run_dir: Path, model: str, recipe: str) -> None:
     card = run_dir / "README.md"
     if card.is_file():
         text = card.read_text(encoding="utf-8")
-        card.write_text(text.replace("[None](https://huggingface.co/None)", f"{model} (recipe `{recipe}`)"), encoding="utf-8")
+        write_atomic(card, text.replace("[None](https://huggingface.co/None)", f"{model} (recipe `{recipe}`)"))
 
 
 def write_summary(run_dir: Path, summary: dict) -> None:
-    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
 
 
 def peak_memory() -> dict[str, int]:
@@ -195,5 +195,5 @@ def finish(run_dir: Path, summary: dict, log=print) -> None:
         beta = compat.effective(run_recipe.get("training") or {}, "beta")
         model = (run_recipe.get("model") or {}).get("name", "")
         plots.draw_curves(records, run_dir / "curves.png", f"{run_dir.name}: {model}", beta=beta)
-    (run_dir / "report.md").write_text(report_markdown(run_dir, summary, run_recipe, records), encoding="utf-8")
+    write_atomic(run_dir / "report.md", report_markdown(run_dir, summary, run_recipe, records))
     log(f"report: {run_dir / 'report.md'}" + (f", curves: {run_dir / 'curves.png'}" if records else ""))

@@ -20,6 +20,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from grpo_ext.base import write_atomic
 from grpo_ext.errors import RecipeError
 
 LOCK = ".lock"
@@ -151,9 +152,7 @@ def write_manifest(checkpoint: Path) -> None:
         for p in sorted(checkpoint.rglob("*"))
         if p.is_file() and p.name != MANIFEST
     }
-    tmp = checkpoint / (MANIFEST + ".tmp")
-    tmp.write_text(json.dumps({"files": files}), encoding="utf-8")
-    tmp.replace(checkpoint / MANIFEST)
+    write_atomic(checkpoint / MANIFEST, json.dumps({"files": files}))
 
 
 def is_complete(checkpoint: Path) -> bool:
@@ -189,9 +188,7 @@ def truncate_metrics(path: Path, step: int) -> None:
     if not path.exists():
         return
     kept = [json.dumps(r) + "\n" for r in read_metrics(path) if r["step"] <= step]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(kept), encoding="utf-8")
-    tmp.replace(path)
+    write_atomic(path, "".join(kept))
 
 
 def marker_callback(is_main: bool, keep: int | None):

@@ -9,6 +9,7 @@ import contextlib
 import copy
 import io
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -196,6 +197,44 @@ def not_a_recipe(draw):
     return b"# " + b"x" * draw(st.integers(recipe.MAX_RECIPE_BYTES, recipe.MAX_RECIPE_BYTES + 10_000)), "a recipe is at most"
 
 
+SHIPPED_TEXT = (ROOT / "recipes" / "digit.yaml").read_text(encoding="utf-8")
+
+
+@st.composite
+def hand_edited(draw):
+    """What editing the shipped file by hand produces: a key line copied (an old value left above a new one),
+    YAML 1.1 values where another kind is meant, numbers that are not finite, very long or unicode keys and names."""
+    lines = SHIPPED_TEXT.splitlines()
+    kind = draw(st.sampled_from(["twice", "yaml11", "infinite", "long", "unicode_key"]))
+    if kind == "twice":
+        keyed = [i for i, line in enumerate(lines) if re.match(r"^\s*[A-Za-z_]+:", line)]
+        i = draw(st.sampled_from(keyed))
+        return "\n".join(lines[: i + 1] + [lines[i]] + lines[i + 1 :]).encode(), f"given twice (lines {i + 1} and {i + 2})"
+    if kind == "yaml11":  # YAML 1.1 reads yes/no/off as booleans and ~ as null; 0o17 stays a string
+        line, value, fragment = draw(
+            st.sampled_from(
+                [
+                    ("  name: smollm2-135m-instruct", "yes", "model.name: expected a string, got bool True"),
+                    ("  name: smollm2-135m-instruct", "~", "model.name: expected a string, got null"),
+                    ("seed: 0", "0o17", "seed: expected an integer, got str '0o17'"),
+                    ("output_dir: runs/digit", "off", "output_dir: expected a string, got bool False"),
+                    ("  learning_rate: 3.0e-5", "no", "training.learning_rate: expected a finite number, got bool False"),
+                ]
+            )
+        )
+        key = line.split(":")[0]
+        edited = [f"{key}: {value}" if ln.startswith(line) else ln for ln in lines]
+        return "\n".join(edited).encode(), fragment
+    if kind == "infinite":
+        path = draw(st.sampled_from([("training", "learning_rate"), ("training", "temperature"), ("eval", "temperature")]))
+        return changed(path, draw(st.sampled_from([float("inf"), float("-inf"), float("nan")]))), where(path)
+    if kind == "long":
+        name = draw(st.text("abcdefghij", min_size=5000, max_size=6000))
+        return changed(("model", "name"), name), "model.name: "
+    key = draw(st.text(st.characters(min_codepoint=0x370, max_codepoint=0x3FF), min_size=1, max_size=8))
+    return changed(("training", key), 1), "unknown GRPOConfig key"
+
+
 def as_case(doc_or_bytes, fragment, overrides=()):
     return doc_or_bytes, fragment, list(overrides)
 
@@ -208,6 +247,7 @@ BAD_RECIPES = st.one_of(
     bad_sizes().map(lambda c: as_case(*c)),
     bad_override().map(lambda c: as_case(*c)),
     not_a_recipe().map(lambda c: as_case(*c)),
+    hand_edited().map(lambda c: as_case(*c)),
 )
 
 
@@ -224,6 +264,7 @@ def check_refused(rc: int, err: str, fragment: str | None, folder: Path) -> None
     assert rc == 2, err
     lines = err.splitlines()
     assert lines and all(line.startswith("error: ") for line in lines), err
+    assert all(len(line) <= 500 for line in lines), "an error line too long to read"
     if fragment is not None:
         assert fragment in err, (fragment, err)
     assert sorted(p.name for p in folder.rglob("*")) == ["recipe.yaml"], "something was created"

@@ -34,7 +34,7 @@ BAD = [
     ("model.dtyp", "auto", "model.dtyp: unknown key; did you mean 'dtype'?"),  # misspelled key
     ("training.learnin_rate", 1e-5, "training.learnin_rate: unknown GRPOConfig key; did you mean 'learning_rate'?"),
     ("rewards.0", "digit_exat", "rewards[0].name: unknown reward 'digit_exat'; did you mean 'digit_exact'?"),
-    ("training.learning_rate", "fast", "training.learning_rate: expected a number, got str 'fast'"),  # wrong type
+    ("training.learning_rate", "fast", "training.learning_rate: expected a finite number, got str 'fast'"),  # wrong type
     ("training.max_steps", "ten", "training.max_steps: expected an integer"),
     ("model.dtype", "int8", "model.dtype: 'int8' is not one of"),
     ("data.prompts", [], "data.prompts: is empty"),
@@ -177,3 +177,33 @@ def test_dry_run_fast_no_weights(tmp_path):
     out = proc.stdout
     assert "effective GRPOConfig" in out and "learning_rate" in out and "first run fetches and converts it" in out
     assert not any(tmp_path.iterdir())  # nothing fetched or converted
+
+
+@pytest.mark.parametrize(
+    "line, written, path, meaning",
+    [
+        ("  chat: auto", "  chat: on", ("data", "chat"), True),  # YAML 1.1: on/off/yes/no are booleans; chat takes one
+        ("  learning_rate: 3.0e-5", "  learning_rate: 1e-5", ("training", "learning_rate"), 1e-05),  # a string to YAML
+        ("seed: 0", "seed: 0x1F", ("seed",), 31),  # hexadecimal is an integer
+    ],
+)
+def test_hand_written_values_with_an_accepted_meaning(line, written, path, meaning, tmp_path):
+    text = (ROOT / "recipes" / "digit.yaml").read_text()
+    edited = "\n".join(written if ln.startswith(line) else ln for ln in text.splitlines())
+    (tmp_path / "r.yaml").write_text(edited)
+    r = recipe.load(str(tmp_path / "r.yaml"))
+    value = r.data
+    for key in path:
+        value = value[key]
+    assert value == meaning and type(value) is type(meaning)
+
+
+def test_anchors_and_aliases_expand(tmp_path):
+    """An alias repeats what its anchor names, as YAML defines: the eval prompts may reuse the training prompts."""
+    doc = (ROOT / "recipes" / "digit.yaml").read_text().replace("  prompts:", "  prompts: &shared", 1)
+    lines = doc.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("  eval_prompts:"))
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith("    -"))
+    (tmp_path / "r.yaml").write_text("\n".join([*lines[:start], "  eval_prompts: *shared", *lines[end:]]))
+    r = recipe.load(str(tmp_path / "r.yaml"))
+    assert r["data"]["eval_prompts"] == r["data"]["prompts"]

@@ -119,6 +119,10 @@ def test_sigkill_at_random_points_then_resume(tiny_model, digit_doc, tmp_path):
         assert proc.poll() is None, f"seed {seed}: run {attempt} ended before the kill: {proc.stderr.read()[-2000:]}"
         proc.send_signal(signal.SIGKILL)
         err = proc.communicate()[1]
+        # grpo_ext's own files are written whole or not at all; a checkpoint cut short is never marked complete
+        complete = [c for c in rundir.checkpoints(run) if rundir.is_complete(c)]
+        for f in [*run.glob("*.json"), *(f for c in complete for f in c.rglob("*.json"))]:
+            json.loads(f.read_text())  # raises on a truncated file
         resumed_from += [line.split("resuming from ")[1].split(";")[0] for line in err.splitlines() if "resuming from" in line]
     proc = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"seed {seed}: {proc.stderr[-2000:]}"

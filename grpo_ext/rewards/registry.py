@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from grpo_ext.base import closest, resolve_path
+from grpo_ext.base import closest, resolve_path, shown
 from grpo_ext.errors import RecipeError
 
 ENTRY_POINT_GROUP = "grpo_ext.rewards"
@@ -137,7 +137,7 @@ def find(name: str, base_dir: Path) -> tuple[Callable, bool]:
             ) from exc
     hint = closest(name, known_names())
     more = f"did you mean {hint!r}?" if hint else "see `grpo-ext rewards ls` for the names"
-    raise LookupError(f"unknown reward {name!r}; {more}")
+    raise LookupError(f"unknown reward {shown(name)}; {more}")
 
 
 def build(name: str, args: dict, base_dir: Path, path: str) -> RewardFunc:

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 from grpo_ext import catalog, console, data, hardware, models, report, scoring
+from grpo_ext.base import exists, write_atomic
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import Recipe, load
 
@@ -27,7 +28,7 @@ SHOWN_COMPLETIONS = 2
 def locate(ref: str) -> tuple[str, Path | None, Path | None]:
     """(weights to load, adapter directory or None, run directory or None) for one ``--model``."""
     path = Path(ref).expanduser()
-    if not path.is_dir():
+    if not exists(path, "dir"):
         return ref, None, None
     run_dir = path if (path / "final").is_dir() else None
     weights = path / "final" if run_dir else path
@@ -45,7 +46,7 @@ def load_model(ref: str, model_cfg: dict, log) -> tuple[object, object, str]:
     try:
         model, tokenizer, described = models.load({**model_cfg, "name": name, "revision": None}, Path.cwd(), log)
     except RunError as exc:
-        if name in catalog.MODELS or Path(name).expanduser().exists():
+        if name in catalog.MODELS or exists(Path(name).expanduser()):
             raise
         reason = str(exc).split(": could not load ", 1)[-1]
         raise RunError(
@@ -145,8 +146,8 @@ def default_out(recipe: Recipe) -> Path:
 def write(result: dict, out: Path) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
     as_json, as_md = out / "eval.json", out / "eval.md"
-    as_json.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    as_md.write_text(markdown(result), encoding="utf-8")
+    write_atomic(as_json, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+    write_atomic(as_md, markdown(result))
     return as_json, as_md
 
 

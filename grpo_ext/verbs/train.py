@@ -34,7 +34,7 @@ from grpo_ext import (
     scoring,
     trainer,
 )
-from grpo_ext.base import plural
+from grpo_ext.base import plural, write_atomic
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import Recipe, changed_keys, load
 from grpo_ext.rewards import guard
@@ -244,7 +244,7 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         summary["changes"].append({"at_step": at, "keys": prepared.changes})
         log(f"resumed with a changed recipe (accepted): {', '.join(prepared.changes)} from step {at}")
     if is_main:
-        (prepared.path / "recipe.yaml").write_text(recipe.to_yaml(), encoding="utf-8")
+        write_atomic(prepared.path / "recipe.yaml", recipe.to_yaml())
         report.write_summary(prepared.path, summary)
     settings = scoring.settings(recipe, bf16=args.bf16)
     return Run(recipe, prepared, grpo, tokenizer, chat, eval_rows, settings, metrics, summary, is_main, log)

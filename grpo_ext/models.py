@@ -47,13 +47,27 @@ def quantization_config(model_cfg: dict):
 
 
 def load(model_cfg: dict, base_dir: Path, log=print):
-    """Load (model, tokenizer, description) for the recipe's ``model:`` section: the base training starts from."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Load (model, tokenizer, description) for the recipe's ``model:`` section: the base training starts from.
 
+    A cached conversion that cannot be read (hand-edited, half-copied) is converted again, announced in one line.
+    """
     source = model_source.resolve(model_cfg["name"], base_dir)
     where = model_source.materialize(source, log)
     if source.kind in ("local", "hub"):
         log(f"model: {source.describe()}")
+    try:
+        return _load(where, model_cfg, source)
+    except RunError as exc:
+        if model_source.checkpoint_dir(source) is None:
+            raise
+        model_source.discard(source, str(exc.__cause__ or exc).splitlines()[0][:200], log)  # hand-edited, half-copied
+        return _load(model_source.materialize(source, log), model_cfg, source)
+
+
+def _load(where: str, model_cfg: dict, source: model_source.Source):
+    """(model, tokenizer, description) from a folder or hub id that from_pretrained reads."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     opts = {"trust_remote_code": model_cfg.get("trust_remote_code", False)}
     if model_cfg.get("revision"):
         opts["revision"] = model_cfg["revision"]
@@ -68,7 +82,7 @@ def load(model_cfg: dict, base_dir: Path, log=print):
     try:
         tokenizer = AutoTokenizer.from_pretrained(where, **opts)
         model = AutoModelForCausalLM.from_pretrained(where, **dtype, **opts, **placement)
-    except OSError as exc:
+    except (OSError, ValueError, KeyError) as exc:  # missing files; a config or tokenizer this version cannot read
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise RunError(f"model.name {model_cfg['name']!r}: could not load ({first})") from exc
     if tokenizer.pad_token is None:

@@ -3,7 +3,8 @@
 For each row: a plain venv under .compat/venvs/ (kept and reused while its pins match), pip install of
 torch==2.13.0 (the CPU build), the row's trl and transformers, and grpo_ext with its test extras; then
 the field table (grpo_ext/trl_fields/<trl>.json), the compatibility tests (tests/test_compat.py), a
-2-step training of the tiny local model through `grpo-ext train`, and a dry run of the digit
+2-step training of the tiny local model through `grpo-ext train`, 2 steps of the real model from the
+shared cache (~/.cache/grpo_ext; each transformers family converts its own entry), and a dry run of the digit
 recipe whose effective values must equal the newest row's (for keys both versions have).
 
     python scripts/compat_matrix.py                 # every row; writes docs/compat.md
@@ -36,6 +37,8 @@ MATRIX = [
     ("1.8.0", "5.8.1"),
     ("1.16.0", "5.24.0"),
 ]
+
+REAL_OVERRIDES = ["training.max_steps=2", "training.save_strategy='no'", "eval.enabled=false"]
 
 TINY_OVERRIDES = [
     "training.max_steps=2",
@@ -94,10 +97,18 @@ def dry_run_values(output: str) -> dict[str, str]:
     return values
 
 
+def two_steps(ok: bool, run_dir: Path, started: float) -> str:
+    """'2 steps in N s' for a run that completed its two steps, else why not."""
+    done = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
+    if ok and done.get("status") == "completed" and done.get("steps") == 2:
+        return f"2 steps in {time.monotonic() - started:.0f} s"
+    return f"failed ({done.get('error', 'see log')[:60]})"
+
+
 def run_row(trl: str, transformers: str, logs: Path) -> dict:
     log = logs / f"trl-{trl}.log"
     log.write_text("")
-    row = {"trl": trl, "transformers": transformers, "install": "failed", "tests": "-", "train": "-", "dry_run": {}}
+    row = {"trl": trl, "transformers": transformers, "install": "failed", "tests": "-", "train": "-", "real": "-", "dry_run": {}}
     t0 = time.monotonic()
     python, ok = install(trl, transformers, log)
     row["install_s"] = round(time.monotonic() - t0)
@@ -129,9 +140,11 @@ def run_row(trl: str, transformers: str, logs: Path) -> dict:
                 log,
             )[0]
         )
-        done = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
-        good = ok and done.get("status") == "completed" and done.get("steps") == 2
-        row["train"] = f"2 steps in {time.monotonic() - t1:.0f} s" if good else f"failed ({done.get('error', 'see log')[:60]})"
+        row["train"] = two_steps(ok, run_dir, t1)
+        # the real model from the shared cache (~/.cache/grpo_ext): this transformers family's own conversion
+        t2, real_dir = time.monotonic(), Path(tmp) / "real"
+        ok = sh([str(python), "-m", "grpo_ext", "train", "recipes/digit.yaml", f"output_dir={real_dir}", *REAL_OVERRIDES], log)[0]
+        row["real"] = two_steps(ok, real_dir, t2)
     ok, out = sh([str(python), "-m", "grpo_ext", "train", "recipes/digit.yaml", "--dry-run"], log)
     row["dry_run"] = dry_run_values(out) if ok else {}
     return row
@@ -144,12 +157,13 @@ def write_doc(rows: list[dict], path: Path) -> None:
         "",
         "Written by `python scripts/compat_matrix.py` (do not edit by hand). Each row installs `torch==2.13.0` (CPU),",
         "the row's trl and transformers and grpo_ext in a fresh venv, then runs `tests/test_compat.py`, a 2-step",
-        "training of the tiny local model (`grpo_ext.tiny`) through `grpo-ext train recipes/digit.yaml`, and",
+        "training of the tiny local model (`grpo_ext.tiny`) through `grpo-ext train recipes/digit.yaml`, the same",
+        "2 steps on the real SmolLM2 model from the shared cache (each transformers family converts its own), and",
         "`--dry-run` of `recipes/digit.yaml`. *Dry run* compares the effective GRPOConfig values it prints with those",
         f"of trl {rows[-1]['trl']}, for the keys both versions have. CI runs the oldest and the newest row.",
         "",
-        "| trl | transformers | compat tests | tiny training | dry run vs newest | result |",
-        "|---|---|---|---|---|---|",
+        "| trl | transformers | compat tests | tiny training | real model training | dry run vs newest | result |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row in rows:
         same = [k for k in row["dry_run"] if k in newest]
@@ -164,13 +178,15 @@ def write_doc(rows: list[dict], path: Path) -> None:
             and "FAILED" not in row["tests"]
             and "failed" not in row["tests"]
             and row["train"].startswith("2 steps")
+            and row["real"].startswith("2 steps")
             and row["dry_run"]
             and not differ
         )
         row["green"] = bool(green)
         tests = row["tests"] if row["install"] == "ok" else "install failed"
         lines.append(
-            f"| {row['trl']} | {row['transformers']} | {tests} | {row['train']} | {dry} | {'pass' if green else 'FAIL'} |"
+            f"| {row['trl']} | {row['transformers']} | {tests} | {row['train']} | {row['real']} | {dry} "
+            f"| {'pass' if green else 'FAIL'} |"
         )
     lines += ["", f"Logs of the last run: `.compat/logs/` (not committed). Python {sys.version.split()[0]}.", ""]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -196,10 +212,11 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(row)
         print(
             f"trl {trl} / transformers {transformers}: install {row['install']} ({row['install_s']} s), "
-            f"tests {row['tests']}, training {row['train']}",
+            f"tests {row['tests']}, training {row['train']}, real model {row['real']}",
             flush=True,
         )
-    failed = [r["trl"] for r in rows if r["install"] != "ok" or "FAILED" in r["tests"] or not r["train"].startswith("2 steps")]
+    trained = [r for r in rows if r["train"].startswith("2 steps") and r["real"].startswith("2 steps")]
+    failed = [r["trl"] for r in rows if r["install"] != "ok" or "FAILED" in r["tests"] or r not in trained]
     if not args.only:
         write_doc(rows, ROOT / "docs" / "compat.md")
         failed += [r["trl"] for r in rows if not r["green"] and r["trl"] not in failed]

@@ -41,3 +41,11 @@ def test_deepspeed_stage(name, key, value):
     from accelerate.commands.config.config_args import load_config_from_file
 
     assert load_config_from_file(str(ROOT / "configs" / name)).deepspeed_config[key] == value
+
+
+@pytest.mark.parametrize("path", sorted([*(ROOT / "configs").glob("*.yaml"), *(ROOT / "recipes").rglob("*.yaml")]))
+def test_no_shipped_yaml_gives_a_key_twice(path):
+    """accelerate and PyYAML keep the last of two equal keys without a word; the shipped files have none."""
+    from grpo_ext.base import duplicate_keys
+
+    assert duplicate_keys(path.read_text(encoding="utf-8")) == []

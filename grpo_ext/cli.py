@@ -180,7 +180,7 @@ def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="grpo-ext", description="GRPO training from YAML recipes on top of TRL.")
     sub = p.add_subparsers(dest="verb", required=True)
 
-    tr = sub.add_parser("train", help="train from a recipe", description=first_line(train.__doc__))
+    tr = sub.add_parser("train", help="train from a recipe", description="Train a model with GRPO from a YAML recipe.")
     _recipe_args(tr)
     tr.add_argument("--dry-run", action="store_true", help="validate, resolve, print the effective GRPOConfig; load no weights")
     tr.add_argument("--overwrite", action="store_true", help="replace a previous run in output_dir")

@@ -72,13 +72,17 @@ def checkpointing_choice(has_cuda: bool, params: int | None) -> tuple[bool, str]
     return True, "saves activation memory on a large model"
 
 
-def checkpointing_default(kwargs: dict, params: int | None) -> list[str]:
-    """Set gradient_checkpointing where the recipe leaves it open (in place); the announcement."""
+def checkpointing_default(kwargs: dict, count_params) -> list[str]:
+    """Set gradient_checkpointing where the recipe leaves it open (in place); the announcement.
+
+    ``count_params()`` gives the model's size; it is called only on a GPU, where the choice depends on it.
+    """
     if "gradient_checkpointing" in kwargs:
         return []
     import torch
 
-    kwargs["gradient_checkpointing"], why = checkpointing_choice(torch.cuda.is_available(), params)
+    has_cuda = torch.cuda.is_available()
+    kwargs["gradient_checkpointing"], why = checkpointing_choice(has_cuda, count_params() if has_cuda else None)
     return [f"gradient_checkpointing={kwargs['gradient_checkpointing']} ({why}; set training.gradient_checkpointing to choose)"]
 
 

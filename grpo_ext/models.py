@@ -91,6 +91,19 @@ def _load(where: str, model_cfg: dict, source: model_source.Source):
     return model, tokenizer, source.describe()
 
 
+def parameter_count(model_cfg: dict, base_dir: Path) -> int:
+    """The model's parameters, counted on PyTorch's meta device from its config (no weights are read)."""
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    where = model_source.materialize(model_source.resolve(model_cfg["name"], base_dir), log=lambda _m: None)
+    remote = model_cfg.get("trust_remote_code", False)
+    config = AutoConfig.from_pretrained(where, trust_remote_code=remote, revision=model_cfg.get("revision"))
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(config, trust_remote_code=remote)
+    return sum(p.numel() for p in model.parameters())
+
+
 def run_model_section(run_dir: Path) -> dict:
     """The ``model:`` section a run was trained with (its recipe.yaml), or {}."""
     recipe_file = run_dir / "recipe.yaml"

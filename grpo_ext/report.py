@@ -140,10 +140,10 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
     if rewards:
         named = [f"{r['name']} (weight {r.get('weight', 1.0)})" if isinstance(r, dict) else str(r) for r in rewards]
         lines.append("- **Rewards:** " + ", ".join(named))
-    if summary.get("reward_first") is not None:
+    if summary.get("reward_first") is not None or summary.get("reward_last") is not None:  # a step may score nothing
         lines.append(
-            f"- **Reward during training:** {summary['reward_first']:.3f} at the first step, "
-            f"{summary['reward_last']:.3f} at the last"
+            f"- **Reward during training:** {fmt(summary.get('reward_first'))} at the first step, "
+            f"{fmt(summary.get('reward_last'))} at the last"
         )
     before, after = summary.get("eval_before"), summary.get("eval_after")
     lines += ["", "## Before and after training", ""]

@@ -249,3 +249,10 @@ def test_other_processes_show_nothing(tmp_path):
     lines = []
     _drive(progress.MetricsLog(tmp_path / "m.jsonl", False, lines.append, live=False))
     assert lines == [] and not (tmp_path / "m.jsonl").exists()
+
+
+def test_report_when_the_last_step_scored_nothing(tmp_path):
+    """A step whose rewards all scored None logs a None reward; the report shows '-' for it."""
+    summary = {"status": "completed", "steps": 2, "train_seconds": 4.0, "reward_first": 0.5, "reward_last": None}
+    text = report.report_markdown(tmp_path, summary, {}, [])
+    assert "- **Reward during training:** 0.500 at the first step, - at the last" in text

@@ -136,9 +136,13 @@ def load_adapter(weights: Path, model_cfg: dict, log=print):
     """
     from peft import PeftModel
 
-    base_cfg = {**model_cfg, "name": adapter_base(weights, model_cfg.get("name"))}
-    base, tokenizer, described = load(base_cfg, Path.cwd(), log)
+    base, tokenizer, described = _load_base(weights, model_cfg, log)
     return PeftModel.from_pretrained(base, str(weights)), tokenizer, f"LoRA adapter {weights} on {described}"
+
+
+def _load_base(weights: Path, model_cfg: dict, log):
+    """The base an adapter was trained on, loaded with the run's ``model:`` settings (dtype, quantization)."""
+    return load({**model_cfg, "name": adapter_base(weights, model_cfg.get("name"))}, Path.cwd(), log)
 
 
 def merge(weights: Path, model_cfg: dict, out: Path, log=print):
@@ -149,8 +153,7 @@ def merge(weights: Path, model_cfg: dict, out: Path, log=print):
     """
     from peft import PeftModel
 
-    base_cfg = {**model_cfg, "name": adapter_base(weights, model_cfg.get("name"))}
-    base, tokenizer, _ = load(base_cfg, Path.cwd(), log)
+    base, tokenizer, _ = _load_base(weights, model_cfg, log)
     if model_cfg.get("quantization"):
         log(f"merge: dequantizing the {model_cfg['quantization']} base")
         base = base.dequantize()

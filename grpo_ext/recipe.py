@@ -130,14 +130,10 @@ class Recipe:
         """The checked recipe with every path in it absolute (model directory or .gguf file, data.file, reward
         files), so that a copy read from anywhere (the run directory's recipe.yaml) means the same."""
         data = copy.deepcopy(self.data)
-        if model_source.resolve(data["model"]["name"], self.base_dir).kind in ("local", "gguf"):
-            data["model"]["name"] = str(resolve_path(data["model"]["name"], self.base_dir).resolve())
-        if data["data"].get("file"):
-            data["data"]["file"] = str(resolve_path(data["data"]["file"], self.base_dir).resolve())
-        for entry in data["rewards"]:
-            target, _, attr = entry["name"].rpartition(":")
-            if target.endswith(".py"):
-                entry["name"] = f"{resolve_path(target, self.base_dir).resolve()}:{attr}"
+        data["model"]["name"] = absolute_path(["model", "name"], data["model"]["name"], self.base_dir)
+        data["data"]["file"] = absolute_path(["data", "file"], data["data"].get("file"), self.base_dir)
+        for i, entry in enumerate(data["rewards"]):
+            entry["name"] = absolute_path(["rewards", str(i), "name"], entry["name"], self.base_dir)
         return data
 
     def to_yaml(self) -> str:
@@ -236,8 +232,8 @@ def _child(node, key):
     return None
 
 
-def typed_here(keys: list, value, cwd: Path):
-    """A path given as an override means a path from where it was typed: made absolute against ``cwd``.
+def absolute_path(keys: list, value, base_dir: Path):
+    """The value of a recipe key, with a path in it made absolute against ``base_dir``; other values as they are.
 
     The keys that hold paths: data.file, model.name (a local folder or .gguf file) and a reward's file.py:name.
     """
@@ -245,15 +241,14 @@ def typed_here(keys: list, value, cwd: Path):
         return value
     where = [str(k) for k in keys]
     if where == ["data", "file"]:
-        return str(resolve_path(value, cwd).resolve())
-    if where == ["model", "name"] and value not in catalog.MODELS:
-        local = resolve_path(value, cwd)
-        looks_local = value.startswith((".", "/", "~")) or value.endswith(".gguf") or exists(local)
-        return str(local.resolve()) if looks_local else value
+        return str(resolve_path(value, base_dir).resolve())
+    if where == ["model", "name"]:
+        local = model_source.resolve(value, base_dir).kind in ("local", "gguf")
+        return str(resolve_path(value, base_dir).resolve()) if local else value
     if where[0] == "rewards" and (len(where) == 2 or where[2:] == ["name"]):  # rewards.0 or rewards.0.name
         target, sep, attr = value.rpartition(":")
         if sep and target.endswith(".py"):
-            return f"{resolve_path(target, cwd).resolve()}:{attr}"
+            return f"{resolve_path(target, base_dir).resolve()}:{attr}"
     return value
 
 
@@ -262,7 +257,7 @@ def apply_overrides(doc: dict, overrides: list[str]) -> dict:
     doc = copy.deepcopy(doc)
     for text in overrides:
         keys, value = parse_override(text)
-        value = typed_here(keys, value, Path.cwd())
+        value = absolute_path(keys, value, Path.cwd())  # an override's path is from where it was typed
         node = doc
         for depth, key in enumerate(keys[:-1]):
             if isinstance(node, list):

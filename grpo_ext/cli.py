@@ -51,7 +51,7 @@ def cmd_validate(args) -> None:
     failed = []
     for ref in args.files:
         try:
-            load(ref, args.overrides)
+            train.check_data(load(ref, args.overrides))  # every row of a local data file, too
             print(f"{ref}: ok")
         except RecipeError as exc:
             for line in exc.lines():

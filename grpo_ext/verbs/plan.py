@@ -122,26 +122,18 @@ def model_shape(folder: Path, trust_remote_code: bool = False) -> Shape:
 
 def prompt_tokens(recipe, folder: Path) -> int:
     """Tokens in the longest training or eval prompt as the model sees it (chat template applied)."""
-    texts = [r["prompt"] for r in data.train_rows(recipe["data"], recipe.base_dir)[:2000]]
-    texts += [r["prompt"] for r in data.eval_rows(recipe["data"])]
+    texts = [r["prompt"] for r in data.train_rows(recipe["data"], recipe.base_dir, 2000)]
+    texts += [r["prompt"] for r in data.eval_rows(recipe["data"], recipe.base_dir, recipe["seed"])]
     system = recipe["data"]["system_prompt"]
     if not any((folder / name).is_file() for name in ("tokenizer.json", "tokenizer.model", "vocab.json")):
-        return (max(len(t) for t in texts) + len(system or "")) // 3 + 32  # about 3 characters a token, plus a template
+        return (max(len(str(t)) for t in texts) + len(system or "")) // 3 + 32  # about 3 characters a token, plus a template
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
     chat = data.use_chat(recipe["data"], tokenizer)
-    longest = 0
-    for text in texts:
-        prompt = data.format_prompt(text, system, chat)
-        ids = (
-            tokenizer.apply_chat_template(prompt, add_generation_prompt=True, tokenize=True)
-            if chat
-            else tokenizer(prompt)["input_ids"]
-        )
-        ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
-        longest = max(longest, len(ids))
-    return longest
+    longest = max(data.prompt_tokens([data.format_prompt(t, system, chat) for t in texts], tokenizer), default=0)
+    limit = recipe["training"].get("max_prompt_length")  # longer prompts are dropped before training
+    return longest if limit is None else min(longest, limit)
 
 
 def lora_targets(shape: Shape, settings: dict) -> list[tuple[str, int, int]]:

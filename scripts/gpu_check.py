@@ -45,7 +45,7 @@ def main() -> int:
         overrides += ["model.dtype=bfloat16", "training.bf16=true"]
     try:
         recipe = grpo_ext.load_recipe(args.recipe, overrides)
-        folder = plan.config_dir(recipe["model"], recipe.base_dir)
+        folder = plan.config_source(recipe["model"], recipe.base_dir)
         estimate = plan.total(plan.estimate(recipe, plan.model_shape(folder), plan.prompt_tokens(recipe, folder), args.device))
         grpo_ext.train(recipe)
     except grpo_ext.RecipeError as exc:

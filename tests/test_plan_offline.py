@@ -26,6 +26,7 @@ PUBLISHED_PARAMS = [
     ("meta-llama/Llama-3.2-1B", 1.23, 2),  # Llama 3.2 card: 1.23B
     ("meta-llama/Llama-3.2-3B", 3.21, 2),  # 3.21B
     ("meta-llama/Llama-3.1-8B", 8.03, 2),  # hub page: 8.03B
+    ("meta-llama/Llama-2-70b-hf", 69.0, 1),  # hub page: 69B
     ("HuggingFaceTB/SmolLM2-135M", 0.135, 3),  # 135M
     ("HuggingFaceTB/SmolLM2-360M", 0.36, 2),  # 360M (362M on the hub page)
     ("HuggingFaceTB/SmolLM2-1.7B", 1.71, 2),  # hub page: 1.71B
@@ -56,6 +57,7 @@ LOOKUPS = [
     ("google/gemma-3-1b-it", "google/gemma-3-1b-pt"),  # -it and -pt share a shape
     ("meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-1B"),
     ("HuggingFaceTB/SmolLM2-1.7B-Instruct", "HuggingFaceTB/SmolLM2-1.7B"),
+    ("meta-llama/Llama-2-70b-chat-hf", "meta-llama/Llama-2-70b-hf"),  # a two-part suffix
     ("Qwen/Qwen2.5-1.5B-Instruct-GGUF", None),  # another artefact, not a variant
     ("nobody/no-such-model", None),
 ]
@@ -192,3 +194,19 @@ def test_vllm_on_the_cpu_is_refused(qwen_doc, write_recipe, capsys):
     qwen_doc["training"].update(use_vllm=True)
     assert cli.main(["plan", str(write_recipe(qwen_doc)), "--device", "cpu"]) == 2
     assert "training.use_vllm: needs CUDA GPUs" in capsys.readouterr().err
+
+
+def test_published_checks_stay_within_30_percent(offline):
+    """benchmarks/plan_check.py: every check recipe validates and plans offline; the median error stays in +-30%."""
+    import importlib.util
+    import statistics
+
+    from tests.test_recipe import ROOT
+
+    spec = importlib.util.spec_from_file_location("plan_check", ROOT / "benchmarks" / "plan_check.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert sorted(c.recipe for c in bench.CHECKS) == sorted(p.name for p in bench.HERE.glob("*.yaml"))
+    results = bench.ratios()
+    assert len(results) >= 6
+    assert statistics.median(abs(ratio - 1) for _, _, ratio in results) <= 0.30

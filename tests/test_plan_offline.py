@@ -210,3 +210,22 @@ def test_published_checks_stay_within_30_percent(offline):
     results = bench.ratios()
     assert len(results) >= 6
     assert statistics.median(abs(ratio - 1) for _, _, ratio in results) <= 0.30
+
+
+BAD_FLAGS = [
+    # (CLI flags, the start of the one error line)
+    (["--gpus", "0"], "error: --gpus: 0 is not a number of GPUs"),
+    (["--sharding", "zero4"], "error: --sharding: unknown 'zero4'; did you mean 'zero3'?"),
+    (["--device", "cpu", "--sharding", "zero3"], "error: --sharding zero3: needs CUDA GPUs"),
+]
+
+
+@pytest.mark.parametrize("flags,error", BAD_FLAGS)
+def test_bad_launch_flags_exit_2(flags, error, qwen_doc, write_recipe, capsys):
+    assert cli.main(["plan", str(write_recipe(qwen_doc)), *flags]) == 2
+    assert capsys.readouterr().err.startswith(error)
+
+
+def test_the_plan_says_where_the_shape_came_from(qwen_doc, write_recipe, capsys):
+    assert cli.main(["plan", str(write_recipe(qwen_doc)), "--gpu-memory", "80GiB"]) == 0
+    assert "shape of Qwen/Qwen2.5-1.5B from grpo_ext's table" in capsys.readouterr().out

@@ -312,7 +312,7 @@ def alternatives(recipe, device: str, params: int) -> list[list[str]]:
     options = []
     if model["lora"] in (None, False):
         options.append(["model.lora=true"])
-    if not model["quantization"] and not get("use_vllm"):
+    if not model["quantization"]:
         options.append(["model.lora=true" if model["lora"] in (None, False) else None, "model.quantization=4bit"])
     if not get("gradient_checkpointing"):
         options.append(["training.gradient_checkpointing=true"])
@@ -348,7 +348,7 @@ def plan(
         raise RecipeError(f"--sharding: unknown {sharding!r}{suggest(sharding, gpu_share.SHARDINGS)}")
     recipe = load(ref, list(overrides))
     uses_vllm = bool(compat.effective(recipe["training"], "use_vllm"))
-    if device == "cpu" and (uses_vllm or gpus > 1 and sharding != "ddp"):
+    if device == "cpu" and (uses_vllm or sharding != "ddp"):
         what = "training.use_vllm" if uses_vllm else f"--sharding {sharding}"
         raise RecipeError(f"{what}: needs CUDA GPUs; plan it with --device cuda (and --gpu-memory SIZE)")
     device = device or ("cuda" if budget or uses_vllm or sharding != "ddp" else "cpu")
@@ -360,6 +360,9 @@ def plan(
     where = "on the CPU (peak resident memory)" if device == "cpu" else "on one GPU (peak device memory)"
     share = f", {gpus} processes ({launch.label()})" if gpus > 1 or sharding != "ddp" else ""
     print(f"plan: {recipe.path} {where}, per process{share}")
+    if isinstance(where_cfg, dict):
+        hub_id = shapes.find(recipe["model"]["name"]) or shapes.find(catalog.MODELS[recipe["model"]["name"]]["hub"])
+        print(f"  shape of {hub_id} from grpo_ext's table (no config.json here); prompts at about 3 characters a token")
     for name, n, how in rows:
         print(f"  {name:<20} {fmt(n):>10}   {how}")
     peak = total(rows)

@@ -11,6 +11,9 @@ vLLM (``training.use_vllm``):
   ``vllm_tensor_parallel_size`` > 1 the weights and cache are split over that many GPUs.
 - ``server``: ``trl vllm-serve`` runs on other GPUs; nothing is counted on the training GPU.
 
+``vllm_enable_sleep_mode`` (vLLM hands its memory back during the training step) is not modelled: with it
+the colocate plan is an upper bound.
+
 Sharding (``--gpus N --sharding``):
 
 - ``ddp``: every process holds everything.

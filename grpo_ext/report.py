@@ -65,14 +65,21 @@ def _with_ci(value, ci: dict | None, symmetric: bool) -> str:
     return f"{fmt(value)} [{ci['low']:.2f}, {ci['high']:.2f}]"
 
 
-def _score_rows(columns: dict[str, dict | None]) -> list[tuple[str, list[tuple[str, str]]]]:
-    """(row label, one (mean cell, pass cell) per column): each reward, its pass@k (k > 1) and maj@n rows, lengths."""
+def rate_cell(scores: dict | None) -> str:
+    """One reward's pass rate with its interval, ``0.984 [0.91, 1.00]``, or ``-``."""
+    return _with_ci((scores or {}).get("pass_rate"), (scores or {}).get("pass_rate_ci"), False)
+
+
+def _score_rows(columns: dict[str, dict | None]) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """(row label, its name out of the table's indentation, one (mean cell, pass cell) per column): each reward,
+    its pass@k (k > 1) and maj@n rows, lengths."""
     cells = [columns[label] or {} for label in columns]
     rows = []
     for name in _reward_names(columns):
         scores = [c.get("rewards", {}).get(name, {}) for c in cells]
         rows.append(
             (
+                name,
                 name,
                 [
                     (_with_ci(c.get("mean"), c.get("mean_ci"), True), _with_ci(c.get("pass_rate"), c.get("pass_rate_ci"), False))
@@ -83,13 +90,14 @@ def _score_rows(columns: dict[str, dict | None]) -> list[tuple[str, list[tuple[s
         ks = dict.fromkeys(k for c in scores for k in c.get("pass_at", {}) if k != "1")
         for k in ks:
             at = [c.get("pass_at", {}).get(k) or {} for c in scores]
-            rows.append((f"  pass@{k}", [("", _with_ci(a.get("value"), a, False)) for a in at]))
+            rows.append((f"  pass@{k}", f"{name} pass@{k}", [("", _with_ci(a.get("value"), a, False)) for a in at]))
         if any(c.get("maj") for c in scores):
             n = next(c["maj"]["n"] for c in scores if c.get("maj"))
-            rows.append((f"  maj@{n}", [("", _with_ci((c.get("maj") or {}).get("value"), c.get("maj"), False)) for c in scores]))
+            votes = [("", _with_ci((c.get("maj") or {}).get("value"), c.get("maj"), False)) for c in scores]
+            rows.append((f"  maj@{n}", f"{name} maj@{n}", votes))
     lengths = [c.get("mean_length") for c in cells]
     if any(v is not None for v in lengths):
-        rows.append(("mean length (tokens)", [(fmt(v, 1), "") for v in lengths]))
+        rows.append(("mean length (tokens)", "mean completion length (tokens)", [(fmt(v, 1), "") for v in lengths]))
     return rows
 
 
@@ -101,14 +109,14 @@ def score_table(columns: dict[str, dict | None]) -> list[str]:
         return []
     labels = list(columns)
     rows = _score_rows(columns)
-    wide = any("[" in cell[1] for _, row in rows for cell in row)
+    wide = any("[" in cell[1] for _, _, row in rows for cell in row)
     mean_w, pass_w = (15, 20) if wide else (10, 8)
     width = max(mean_w + pass_w, *(len(label) + 2 for label in labels))
     lines = [
         f"{'':<24}" + "".join(f"{label:>{width}}" for label in labels),
         f"{'reward':<24}" + "".join(f"{'mean':>{width - pass_w}}{'pass':>{pass_w}}" for _ in labels),
     ]
-    for name, row in rows:
+    for name, _, row in rows:
         lines.append(f"{name:<24}" + "".join(f"{m:>{width - pass_w}}{p:>{pass_w}}" for m, p in row))
     return [line.rstrip() for line in lines]
 
@@ -122,10 +130,8 @@ def score_markdown(columns: dict[str, dict | None]) -> list[str]:
         "| reward | " + " | ".join(f"{label}: mean | {label}: pass rate" for label in labels) + " |",
         "|---|" + "---:|---:|" * len(labels),
     ]
-    for name, row in _score_rows(columns):
-        if name == "mean length (tokens)":
-            name = "mean completion length (tokens)"
-        lines.append(f"| {name.strip()} | " + " | ".join(f"{m} | {p}".rstrip() for m, p in row) + " |")
+    for _, name, row in _score_rows(columns):
+        lines.append(f"| {name} | " + " | ".join(f"{m} | {p}".rstrip() for m, p in row) + " |")
     return lines
 
 

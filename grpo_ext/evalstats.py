@@ -166,7 +166,8 @@ def summarize(scores: list[list[float]], threshold: float, ks: list[int], answer
     for k in ks:
         if k <= min(counts):
             values = [pass_at_k(len(p), sum(p), k) for p in passed]
-            out["pass_at"][str(k)] = rate_interval(values, counts).as_dict()
+            # n samples hold n // k disjoint draws of k: what the estimate is worth when it cannot vary (0 or 1)
+            out["pass_at"][str(k)] = rate_interval(values, [c // k for c in counts]).as_dict()
     if answers is not None:
         votes = [float(majority_passes(answers[i], [x >= threshold for x in scores[i]])) for i in kept]
         out["maj"] = {"n": min(counts), **rate_interval(votes, [1] * len(votes)).as_dict()}

@@ -40,8 +40,8 @@ def test_sweep_scores_every_checkpoint_and_reuses_scores(tiny_run, capsys, no_hu
     assert curve["scored"] == 3 and (run / "eval_curve.png").stat().st_size > 0
     assert "![held-out pass rate against step](eval_curve.png)" in (run / "eval_curve.md").read_text()
     # the same seeds: the last checkpoint (the final weights) draws the very samples of the run's eval after
-    last = curve["points"][-1]["rewards"]
-    assert {k: v["per_prompt"] for k, v in last.items()} == {k: v["per_prompt"] for k, v in summary["eval_after"]["rewards"].items()}
+    last, after = curve["points"][-1]["rewards"], summary["eval_after"]["rewards"]
+    assert {k: v["per_prompt"] for k, v in last.items()} == {k: v["per_prompt"] for k, v in after.items()}
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["step", "checkpoint", "digit_exact"]
     assert any(line.startswith("best: checkpoint-") for line in lines)

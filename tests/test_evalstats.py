@@ -125,6 +125,8 @@ def test_summarize_pass_at_and_majority():
     assert out["pass_at"]["1"]["value"] == 0.5
     assert out["pass_at"]["2"]["value"] == pytest.approx((0.5 + 1.0) / 2)  # 1 - C(3,2)/C(4,2) = 0.5; 1 - 0 = 1
     assert out["pass_at"]["4"]["value"] == 1.0
+    # k = n: one draw of 4 per prompt, two prompts: Wilson at n = 2 with t(1), not at the 8 samples
+    assert out["pass_at"]["4"]["low"] == pytest.approx(2 / (2 + 12.706**2), abs=1e-3)
     assert "8" not in out["pass_at"]  # more than the 4 samples a prompt has
     assert out["maj"]["n"] == 4 and out["maj"]["value"] == 0.5
 

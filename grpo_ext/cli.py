@@ -10,7 +10,7 @@
     grpo-ext rewards show NAME                          a reward's arguments and documentation
     grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg k=v]   score one completion
     grpo-ext merge RUN_DIR [--out DIR]                  fold a LoRA adapter into its base model
-    grpo-ext plan RECIPE [key=value ...] [--gpu-memory 8GiB]   estimate peak memory; what to change if it will not fit
+    grpo-ext plan RECIPE [key=value ...] [--gpu-memory 8GiB] [--gpus N --sharding zero3]   peak memory; what to change
 
 Exit status, for every verb: 0 done; 2 bad input (one ``error:`` line per problem, nothing written);
 1 a failure while running; 130 interrupted.
@@ -23,7 +23,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from grpo_ext import catalog, rewards
+from grpo_ext import catalog, rewards, shapes
 from grpo_ext.base import first_line, suggest
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import load, parse_override
@@ -52,7 +52,7 @@ def cmd_validate(args) -> None:
     failed = []
     for ref in args.files:
         try:
-            load(ref, args.overrides)
+            train.check_data(load(ref, args.overrides))  # every row of a local data file, too
             print(f"{ref}: ok")
         except RecipeError as exc:
             for line in exc.lines():
@@ -73,6 +73,9 @@ def cmd_ls(_args) -> None:
     print("model aliases:")
     for name, entry in catalog.MODELS.items():
         print(f"  {name:<24} {entry['about']}")
+    print("model shapes grpo-ext plan knows offline (an -Instruct/-it variant shares its base's shape):")
+    for line in shapes.listing():
+        print(f"  {line}")
 
 
 def cmd_cp(args) -> None:
@@ -173,7 +176,7 @@ def cmd_merge(args) -> None:
 
 
 def cmd_plan(args) -> int:
-    fits = plan.plan(args.recipe, args.overrides, args.gpu_memory, args.device)
+    fits = plan.plan(args.recipe, args.overrides, args.gpu_memory, args.device, args.gpus, args.sharding)
     return 1 if fits is False else 0
 
 
@@ -252,6 +255,8 @@ def parser() -> argparse.ArgumentParser:
     _recipe_args(pl, "section.key=value overrides, e.g. model.quantization=4bit")
     pl.add_argument("--gpu-memory", help="memory of one GPU, e.g. 8GiB; plans for that GPU (exit 1 when it will not fit)")
     pl.add_argument("--device", choices=["cpu", "cuda"], help="plan for this device (default: cuda with --gpu-memory, else cpu)")
+    pl.add_argument("--gpus", type=int, default=1, help="processes (one per GPU) sharing the run (default 1)")
+    pl.add_argument("--sharding", default="ddp", help="ddp (default), zero2, zero3 (DeepSpeed) or fsdp: what the processes split")
     pl.set_defaults(fn=cmd_plan)
     return p
 

@@ -84,10 +84,16 @@ RENAMED: dict[str, str] = {
 
 # Keys removed without a replacement: key → what happens instead. Dropped, with this reason, where absent.
 DROPPED: dict[str, str] = {
-    "max_prompt_length": "prompts are no longer truncated; keep them short or truncate them in the data",
     "overwrite_output_dir": "grpo_ext never replaces a run unless you pass --overwrite",
     "logging_dir": "metrics go to output_dir/metrics.jsonl",
     "save_safetensors": "checkpoints are always safetensors",
+}
+
+# Keys grpo_ext applies itself, the same way on every TRL: key → what it does. TRL before 0.28 cut the start
+# off a prompt longer than max_prompt_length (512 by default), newer TRL keeps every prompt whole; grpo_ext
+# drops the rows whose prompt is longer and never lets TRL truncate (see truncates_prompts).
+APPLIED: dict[str, str] = {
+    "max_prompt_length": "grpo_ext drops prompts longer than this many tokens before training, on every TRL",
 }
 
 # Keys only newer TRL versions have, at the value that means what older versions always do: key →
@@ -218,6 +224,12 @@ def has_key(key: str, installed: Version | None = None, present: set[str] | None
     return key in fields(installed)
 
 
+def truncates_prompts(present: set[str] | None = None) -> bool:
+    """Whether GRPOConfig has max_prompt_length, which cuts longer prompts (TRL before 0.28); grpo_ext then sets it
+    to a length no kept prompt exceeds, so that TRL cuts nothing. ``present``: the real GRPOConfig fields."""
+    return has_key("max_prompt_length", None, present)
+
+
 def dtype_kwargs(dtype) -> dict:
     """The keyword that sets a model's dtype in from_pretrained and from_config."""
     return {"dtype" if from_pretrained_takes_dtype() else "torch_dtype": dtype}
@@ -227,7 +239,7 @@ def dtype_kwargs(dtype) -> dict:
 def known_keys() -> frozenset[str]:
     """Keys that some supported version has: the union of the field tables and the version rules."""
     tabled = {k for t in tables().values() for k in t["fields"]}
-    return frozenset(tabled | set(RENAMED) | set(RENAMED.values()) | set(DROPPED) | set(ADDED))
+    return frozenset(tabled | set(RENAMED) | set(RENAMED.values()) | set(DROPPED) | set(APPLIED) | set(ADDED))
 
 
 def first_with(key: str) -> str | None:
@@ -247,7 +259,12 @@ def check_supported() -> str | None:
 def _usable(key: str, v: Version) -> bool:
     """The installed version has the key, or translate() knows what to do with it."""
     reverse = {new: old for old, new in RENAMED.items()}
-    return has_key(key, v) or key in DROPPED or any(has_key(other, v) for other in (RENAMED.get(key), reverse.get(key)) if other)
+    return (
+        has_key(key, v)
+        or key in DROPPED
+        or key in APPLIED
+        or any(has_key(other, v) for other in (RENAMED.get(key), reverse.get(key)) if other)
+    )
 
 
 def _spec(key: str, v: Version) -> dict | None:
@@ -352,6 +369,9 @@ def translate(
             passed[key] = f"dropped: {NEUTRAL[key][1]}"
             notes.append(f"training.{key}={value!r} dropped: trl {v} has no {key}; {NEUTRAL[key][1]}")
             continue
+        if key in APPLIED:
+            passed[key] = f"applied by grpo_ext: {APPLIED[key]}"
+            continue
         if key in DROPPED and not has_key(key, v, present):
             passed[key] = f"dropped: {DROPPED[key]}"
             notes.append(f"training.{key}={value!r} dropped: trl {v} has no {key}; {DROPPED[key]}")
@@ -408,6 +428,31 @@ def reward_params(fn) -> frozenset[str] | None:
         return None
     return frozenset(
         p.name for p in params if p.kind in (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    )
+
+
+# Keywords TRL itself passes to a reward on some supported version; any other keyword is a dataset column.
+TRL_REWARD_KWARGS = frozenset({"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric"})
+
+
+def reward_columns(fn) -> tuple[str, ...]:
+    """The dataset columns a reward needs: those it declares (a ``columns`` attribute), else the keywords it
+    requires (no default) that TRL does not pass itself.
+
+    >>> def graded(completions, answer, unit="", **kwargs): ...
+    >>> reward_columns(graded)
+    ('answer',)
+    """
+    declared = getattr(fn, "columns", None)
+    if declared is not None:
+        return tuple(declared)
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return ()
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(
+        p.name for p in params if p.kind in named and p.default is inspect.Parameter.empty and p.name not in TRL_REWARD_KWARGS
     )
 
 

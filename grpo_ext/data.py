@@ -1,17 +1,23 @@
 """Prompts → datasets: the rows a recipe's ``data:`` section names, formatted as TRL expects them.
 
-Rows come from inline prompts, a file, a built-in generator or a hub dataset; each has a ``prompt`` and
-any other columns, which reach the rewards as keyword arguments. Plain prompts become chat messages when
-the tokenizer has a chat template.
+Training rows come from inline prompts, a data file (see ``datafiles`` for the formats), a built-in
+generator or a hub dataset; eval rows from ``eval_prompts``, ``eval_file``, ``eval_split``, rows held out
+of the training rows (``eval_fraction`` / ``eval_size``, by seed) or the generator's own. Each row has a
+``prompt`` (text or chat messages) and any other columns, which reach the rewards as keyword arguments.
+Text prompts become chat messages when the tokenizer has a chat template; the recipe's ``system_prompt`` is
+put first unless a row's messages already start with a system message.
+
+Files stay in Arrow (``datasets``, memory-mapped), so a large file is not held twice in memory.
 """
 
+import statistics
+from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_ext import generators
-from grpo_ext.base import first_line, resolve_path
+from grpo_ext import datafiles, generators
+from grpo_ext.base import first_line, plural, resolve_path
 from grpo_ext.errors import RecipeError, RunError
-
-FILE_KINDS = {".jsonl": "json", ".json": "json", ".csv": "csv"}  # suffix → datasets' loader
+from grpo_ext.rewards.guard import missing_columns
 
 
 def use_chat(data_cfg: dict, tokenizer) -> bool:
@@ -22,74 +28,167 @@ def use_chat(data_cfg: dict, tokenizer) -> bool:
     return bool(data_cfg["chat"])
 
 
-def format_prompt(text: str, system_prompt: str | None, chat: bool):
-    """One prompt in the form TRL expects: a message list for chat, the text otherwise."""
+def format_prompt(prompt, system_prompt: str | None, chat: bool):
+    """One prompt in the form TRL expects: a message list for chat, the text otherwise. Chat messages are kept
+    as they are; the system prompt goes first unless they start with a system message of their own."""
+    if isinstance(prompt, list):
+        if not chat:
+            raise RecipeError(
+                "data: the prompts are chat messages, but the tokenizer has no chat template (or data.chat is false); "
+                "give text prompts or a model with a chat template"
+            )
+        own_system = prompt and prompt[0].get("role") == "system"
+        return prompt if own_system or not system_prompt else [{"role": "system", "content": system_prompt}, *prompt]
     if not chat:
-        return text if system_prompt is None else f"{system_prompt}\n\n{text}"
+        return prompt if system_prompt is None else f"{system_prompt}\n\n{prompt}"
     messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    return messages + [{"role": "user", "content": text}]
+    return messages + [{"role": "user", "content": prompt}]
 
 
-def _renamed(rows, column: str) -> list[dict]:
-    """Rows with ``column`` renamed to ``prompt``."""
-    return [{**{k: v for k, v in r.items() if k != column}, "prompt": r[column]} for r in rows]
+def check_files(data_cfg: dict, base_dir: Path) -> None:
+    """Read each local data file of the recipe once, row by row; a bad row stops here, naming its line (before a
+    run directory is made or a model loads)."""
+    splits = [("file", data_cfg["hub_split"]), ("eval_file", None)]
+    if data_cfg.get("eval_split"):
+        splits.append(("file", data_cfg["eval_split"]))
+    for key, split in splits:
+        if data_cfg.get(key):
+            path = _path(data_cfg, base_dir, key, split)
+            datafiles.scan(path, f"data.{key}", _rule(path, data_cfg, key), data_cfg["prompt_template"])
 
 
-def _read_file(data_cfg: dict, base_dir: Path) -> list[dict]:
-    from datasets import load_dataset
+def _path(data_cfg: dict, base_dir: Path, key: str, split: str | None) -> Path:
+    where = "data.eval_split" if split and split == data_cfg.get("eval_split") else f"data.{key}"
+    return datafiles.split_path(resolve_path(data_cfg[key], base_dir), split, where)
 
-    path = resolve_path(data_cfg["file"], base_dir)
+
+def _rule(path: Path, data_cfg: dict, key: str):
+    return datafiles.prompt_rule(datafiles.columns(path, f"data.{key}"), data_cfg, f"data.{key} {path.name}")
+
+
+def _read(path: Path, key: str):
+    """A datasets.Dataset of a data path (one split's folder for a DatasetDict)."""
+    from datasets import load_dataset, load_from_disk
+
     try:
-        rows = list(load_dataset(FILE_KINDS[path.suffix], data_files=str(path), split="train"))
-    except Exception as exc:  # an empty file, a broken line: datasets wraps the parser's own error
+        if datafiles.kind(path) == datafiles.SAVED:
+            return load_from_disk(str(path))
+        return load_dataset(datafiles.kind(path), data_files=str(path), split="train")
+    except Exception as exc:  # datasets wraps the parser's own error
         cause = exc.__cause__ or exc
-        raise RecipeError(f"data.file: cannot read {path.name}: {type(cause).__name__}: {first_line(str(cause))}") from None
-    column = data_cfg["prompt_column"]
-    if not rows or column not in rows[0]:
-        found = ", ".join(rows[0]) if rows else "no rows"
-        raise RecipeError(f"data.prompt_column: {path.name} has no column {column!r} (found: {found})")
-    return _renamed(rows, column)
+        raise RecipeError(f"{key}: cannot read {path.name}: {type(cause).__name__}: {first_line(str(cause))}") from None
 
 
-def hub_rows(data_cfg: dict, split: str, limit: int | None) -> list[dict]:
-    """Rows of a hub dataset split, with ``prompt_column`` renamed to ``prompt``."""
+def _with_prompt(ds, data_cfg: dict, named: str):
+    """The rows with their prompt in a ``prompt`` column (renamed, templated, or from the conversation)."""
+    rule = datafiles.prompt_rule(ds.column_names, data_cfg, named)
+    how, what = rule
+    if how == "column":
+        if what == "prompt":
+            return ds
+        return ds.remove_columns([c for c in ("prompt",) if c in ds.column_names]).rename_column(what, "prompt")
+    template = data_cfg["prompt_template"]
+    return ds.map(lambda row: {"prompt": datafiles.prompt_of(row, rule, template)}, desc="prompts")
+
+
+def _hub(data_cfg: dict, split: str):
     from datasets import load_dataset
 
     try:
-        ds = load_dataset(data_cfg["hub"], data_cfg["hub_config"], split=split)
+        return load_dataset(data_cfg["hub"], data_cfg["hub_config"], split=split)
     except Exception as exc:
         raise RunError(
-            f"data.hub: loading {data_cfg['hub']!r} split {split!r} failed: {type(exc).__name__}: "
-            f"{str(exc).splitlines()[0] if str(exc) else ''}"
+            f"data.hub: loading {data_cfg['hub']!r} split {split!r} failed: {type(exc).__name__}: {first_line(str(exc))}"
         ) from exc
-    column = data_cfg["prompt_column"]
-    if column not in ds.column_names:
-        raise RecipeError(f"data.prompt_column: {data_cfg['hub']} has no column {column!r} (found: {', '.join(ds.column_names)})")
-    if limit is not None:
-        ds = ds.select(range(min(limit, len(ds))))
-    return _renamed(ds, column)
 
 
-def train_rows(data_cfg: dict, base_dir: Path) -> list[dict]:
-    """The training rows: a ``prompt`` text and any extra columns (passed to rewards as keyword arguments)."""
-    if data_cfg.get("file"):
-        return _read_file(data_cfg, base_dir)
-    if data_cfg.get("source"):
-        return generators.generated(data_cfg)[0]
-    if data_cfg.get("hub"):
-        return hub_rows(data_cfg, data_cfg["hub_split"], None)
-    return [{"prompt": p} for p in data_cfg.get("prompts") or []]
+@dataclass
+class Rows:
+    """A run's rows before formatting: training rows (a datasets.Dataset), eval rows, and what was done to them."""
+
+    train: object
+    eval: list[dict]
+    notes: list[str]
 
 
-def eval_rows(data_cfg: dict) -> list[dict]:
-    """The held-out rows scored before and after training (none when the recipe has none)."""
-    if data_cfg.get("eval_prompts") is not None:
-        return [{"prompt": p} for p in data_cfg["eval_prompts"]]
-    if data_cfg.get("source"):
-        return generators.generated(data_cfg)[1]
-    if data_cfg.get("hub") and data_cfg.get("eval_split"):
-        return hub_rows(data_cfg, data_cfg["eval_split"], data_cfg["eval_size"])
+def _train(d: dict, base_dir: Path, reward_funcs: list):
+    """The training rows as a datasets.Dataset with a ``prompt`` column."""
+    from datasets import Dataset
+
+    if d.get("file"):
+        return _with_prompt(
+            _read(_path(d, base_dir, "file", d["hub_split"]), "data.file"), d, f"data.file {Path(d['file']).name}"
+        )
+    if d.get("hub"):
+        named = f"data.hub {d['hub']}"
+        train = _with_prompt(_hub(d, d["hub_split"]), d, named)
+        _check_columns(reward_funcs, train.column_names, f"the training rows ({named})")
+        return train
+    if d.get("source"):
+        return Dataset.from_list(generators.generated(d)[0])
+    return Dataset.from_list([{"prompt": p} for p in d["prompts"]])
+
+
+def _check_columns(reward_funcs: list, columns: list[str], rows: str) -> None:
+    problems = missing_columns(reward_funcs, columns, rows)
+    if problems:
+        raise RecipeError(problems)
+
+
+def holds_out(d: dict) -> bool:
+    """Whether the eval rows are held out of the training rows."""
+    no_other = all(d.get(k) is None for k in ("eval_prompts", "eval_file", "eval_split", "source"))
+    return no_other and (d.get("eval_fraction") is not None or d.get("eval_size") is not None)
+
+
+def has_eval(d: dict) -> bool:
+    """Whether the recipe names held-out rows (a source of eval rows, or rows held out of training)."""
+    return holds_out(d) or any(d.get(k) is not None for k in ("eval_prompts", "eval_file", "eval_split", "source"))
+
+
+def _eval(d: dict, base_dir: Path, reward_funcs: list) -> list[dict]:
+    """The eval rows from their own source (not held out of the training rows)."""
+    if d.get("eval_prompts") is not None:
+        return [p if isinstance(p, dict) else {"prompt": p} for p in d["eval_prompts"]]
+    if d.get("eval_file"):
+        path = _path(d, base_dir, "eval_file", None)
+        return _first(_with_prompt(_read(path, "data.eval_file"), d, f"data.eval_file {path.name}"), d["eval_size"])
+    if d.get("eval_split"):
+        named = f"data.eval_split {d['eval_split']}"
+        if d.get("file"):
+            return _first(_with_prompt(_read(_path(d, base_dir, "file", d["eval_split"]), named), d, named), d["eval_size"])
+        rows = _first(_with_prompt(_hub(d, d["eval_split"]), d, named), d["eval_size"])
+        _check_columns(reward_funcs, list(rows[0]) if rows else ["prompt"], f"the eval rows ({named})")
+        return rows
+    if d.get("source"):
+        return generators.generated(d)[1]
     return []
+
+
+def load(d: dict, base_dir: Path, seed: int, reward_funcs: list, eval_enabled: bool = True) -> Rows:
+    """The training and eval rows of a recipe's data section, each with a ``prompt``. Hub rows are checked here for
+    the columns the rewards need (a file's were checked with the recipe), before any model loads."""
+    train = _train(d, base_dir, reward_funcs)
+    if eval_enabled and holds_out(d):
+        train, held, note = _hold_out(train, d, seed)
+        return Rows(train, held, [note])
+    return Rows(train, _eval(d, base_dir, reward_funcs) if eval_enabled else [], [])
+
+
+def _first(ds, size: int | None) -> list[dict]:
+    return list(ds.select(range(min(size, len(ds)))) if size is not None else ds)
+
+
+def _hold_out(train, d: dict, seed: int):
+    """(training rows, held-out rows, a note): rows held out by seed, never trained on."""
+    n = len(train)
+    size = d["eval_size"] if d["eval_size"] is not None else round(d["eval_fraction"] * n)
+    key = "eval_size" if d["eval_size"] is not None else "eval_fraction"
+    if not 1 <= size < n:
+        raise RecipeError(f"data.{key}: holds out {size} of {plural(n, 'training row')}; leave at least one row on each side")
+    parts = train.train_test_split(test_size=size, seed=seed, shuffle=True)
+    note = f"data: held out {size} of {plural(n, 'training row')} for eval (data.{key}, seed {seed}); they are not trained on"
+    return parts["train"], list(parts["test"]), note
 
 
 def formatted(rows: list[dict], data_cfg: dict, chat: bool) -> list[dict]:
@@ -97,8 +196,71 @@ def formatted(rows: list[dict], data_cfg: dict, chat: bool) -> list[dict]:
     return [{**r, "prompt": format_prompt(r["prompt"], data_cfg["system_prompt"], chat)} for r in rows]
 
 
-def dataset(rows: list[dict], data_cfg: dict, chat: bool):
-    """A datasets.Dataset of the formatted rows, as GRPOTrainer takes it."""
-    from datasets import Dataset
+def formatted_set(train, data_cfg: dict, chat: bool):
+    """The training Dataset with each prompt in the form TRL expects."""
+    system = data_cfg["system_prompt"]
+    if not chat and not system and (len(train) == 0 or isinstance(train[0]["prompt"], str)):
+        return train
+    return train.map(lambda row: {"prompt": format_prompt(row["prompt"], system, chat)}, desc="format")
 
-    return Dataset.from_list(formatted(rows, data_cfg, chat))
+
+def prompt_tokens(prompts, tokenizer) -> list[int]:
+    """Token counts of formatted prompts as TRL tokenizes them: chat messages through the chat template with the
+    generation prompt, text as it is, without special tokens added."""
+    texts = [
+        tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) if isinstance(p, list) else p
+        for p in prompts
+    ]
+    return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]] if texts else []
+
+
+def _lengths(train, tokenizer) -> list[int]:
+    out = []
+    for batch in train.iter(batch_size=512):
+        out += prompt_tokens(batch["prompt"], tokenizer)
+    return out
+
+
+def fit_prompts(train, eval_rows: list[dict], limit: int | None, tokenizer) -> tuple[object, list[dict], int, list[str]]:
+    """Apply ``max_prompt_length`` the same way on every TRL: drop the rows whose formatted prompt is longer
+    than ``limit`` tokens (a prompt is never cut). Returns (train, eval rows, the longest kept prompt, notes with
+    the prompt-length statistics and what was dropped)."""
+    lengths = _lengths(train, tokenizer)
+    notes = []
+    if lengths:
+        notes.append(
+            f"prompt tokens: min {min(lengths)}, median {statistics.median(lengths):g}, max {max(lengths)} "
+            f"over {plural(len(lengths), 'training prompt')}"
+        )
+    if limit is not None:
+        keep = [i for i, n in enumerate(lengths) if n <= limit]
+        if not keep:
+            raise RecipeError(
+                f"training.max_prompt_length: every training prompt is longer than {limit} tokens (shortest "
+                f"{min(lengths)}); raise it or shorten the prompts"
+            )
+        if len(keep) < len(lengths):
+            notes.append(
+                f"max_prompt_length {limit}: dropped {len(lengths) - len(keep)} of {plural(len(lengths), 'training prompt')} "
+                f"longer than {limit} tokens (longest {max(lengths)}); prompts are never cut"
+            )
+            train = train.select(keep)
+            lengths = [lengths[i] for i in keep]
+        eval_lengths = prompt_tokens([r["prompt"] for r in eval_rows], tokenizer)
+        kept = [r for r, n in zip(eval_rows, eval_lengths, strict=True) if n <= limit]
+        if len(kept) < len(eval_rows):
+            notes.append(f"max_prompt_length {limit}: dropped {len(eval_rows) - len(kept)} of {len(eval_rows)} eval prompts")
+            if not kept:
+                raise RecipeError(f"training.max_prompt_length: every eval prompt is longer than {limit} tokens; raise it")
+            eval_rows = kept
+    return train, eval_rows, max(lengths, default=0), notes
+
+
+def train_rows(d: dict, base_dir: Path, limit: int | None = None) -> list[dict]:
+    """Up to ``limit`` training rows as plain dicts (for planning, and for an eval of a recipe without eval rows)."""
+    return _first(_train(d, base_dir, []), limit)
+
+
+def eval_rows(d: dict, base_dir: Path, seed: int = 0) -> list[dict]:
+    """The held-out rows scored before and after training (none when the recipe has none)."""
+    return load(d, base_dir, seed, []).eval if holds_out(d) else _eval(d, base_dir, [])

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import yaml
 
-from grpo_ext import adapters, catalog, compat, generators, model_source, rewards, trackers
+from grpo_ext import adapters, catalog, compat, datafiles, generators, model_source, rewards, trackers
 from grpo_ext.base import clip, coerce, describe_kinds, duplicate_keys, exists, kind_of, resolve_path, shown, suggest
 from grpo_ext.errors import RecipeError
-from grpo_ext.rewards.guard import ON_ERROR
+from grpo_ext.rewards.guard import ON_ERROR, missing_columns
 
 MAX_RECIPE_BYTES = 1_000_000
 
@@ -56,8 +56,15 @@ SCHEMA: dict[str, dict[str, Spec]] = {
     },
     "data": {
         "prompts": Spec(("list", "null"), None, doc="training prompts, one string each"),
-        "file": Spec(("str", "null"), None, doc=".jsonl, .json or .csv file with a prompt column (relative to the recipe)"),
-        "prompt_column": Spec(("str",), "prompt", doc="column of `file` holding the prompt text"),
+        "file": Spec(
+            ("str", "null"),
+            None,
+            doc=".jsonl, .json, .csv, .parquet or a save_to_disk folder with a prompt column (relative to the recipe)",
+        ),
+        "prompt_column": Spec(("str",), "prompt", doc="column holding each prompt: text or a list of chat messages"),
+        "prompt_template": Spec(
+            ("str", "null"), None, doc="build each prompt from columns instead: 'Question: {question}\\nAnswer:'"
+        ),
         "system_prompt": Spec(("str", "null"), None, doc="system message put before every prompt in chat format"),
         "chat": Spec(
             ("str", "bool"),
@@ -65,14 +72,23 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             ("auto", True, False),
             doc="format prompts as chat messages; auto: when the tokenizer has a chat template",
         ),
-        "eval_prompts": Spec(("list", "null"), None, doc="held-out prompts scored before and after training"),
+        "eval_prompts": Spec(
+            ("list", "null"), None, doc="held-out prompts scored before and after training: strings or {prompt: ..., answer: ...}"
+        ),
+        "eval_file": Spec(("str", "null"), None, doc="held-out rows from a file (same formats as file)"),
         "source": Spec(("str", "null"), None, doc="a built-in generator of prompts with answers: arith"),
         "source_args": Spec(("dict",), {}, doc="keyword arguments for the generator"),
         "hub": Spec(("str", "null"), None, doc="a Hugging Face Hub dataset id (org/name)"),
         "hub_config": Spec(("str", "null"), None, doc="the hub dataset's configuration name"),
-        "hub_split": Spec(("str",), "train", doc="hub split to train on"),
-        "eval_split": Spec(("str", "null"), None, doc="hub split whose first eval_size rows are the eval set"),
-        "eval_size": Spec(("int",), 64, minimum=1, doc="rows of eval_split to score"),
+        "hub_split": Spec(("str",), "train", doc="split to train on, of a hub dataset or a saved DatasetDict"),
+        "eval_split": Spec(("str", "null"), None, doc="held-out split of the hub dataset or the saved DatasetDict"),
+        "eval_size": Spec(
+            ("int", "null"),
+            None,
+            minimum=1,
+            doc="eval rows: the first N of eval_file/eval_split; without them, N training rows held out; null: all",
+        ),
+        "eval_fraction": Spec(("float", "null"), None, doc="hold out this share (0 to 1) of the training rows for eval"),
     },
     "eval": {
         "enabled": Spec(("bool",), True, doc="score eval_prompts before and after training"),
@@ -132,7 +148,8 @@ class Recipe:
         files), so that a copy read from anywhere (the run directory's recipe.yaml) means the same."""
         data = copy.deepcopy(self.data)
         data["model"]["name"] = absolute_path(["model", "name"], data["model"]["name"], self.base_dir)
-        data["data"]["file"] = absolute_path(["data", "file"], data["data"].get("file"), self.base_dir)
+        for key in ("file", "eval_file"):
+            data["data"][key] = absolute_path(["data", key], data["data"].get(key), self.base_dir)
         for i, entry in enumerate(data["rewards"]):
             entry["name"] = absolute_path(["rewards", str(i), "name"], entry["name"], self.base_dir)
         return data
@@ -236,12 +253,13 @@ def _child(node, key):
 def absolute_path(keys: list, value, base_dir: Path):
     """The value of a recipe key, with a path in it made absolute against ``base_dir``; other values as they are.
 
-    The keys that hold paths: data.file, model.name (a local folder or .gguf file) and a reward's file.py:name.
+    The keys that hold paths: data.file, data.eval_file, model.name (a local folder or .gguf file) and a reward's
+    file.py:name.
     """
     if not isinstance(value, str) or not value:
         return value
     where = [str(k) for k in keys]
-    if where == ["data", "file"]:
+    if where in (["data", "file"], ["data", "eval_file"]):
         return str(resolve_path(value, base_dir).resolve())
     if where == ["model", "name"]:
         local = model_source.resolve(value, base_dir).kind in ("local", "gguf")
@@ -312,14 +330,22 @@ def _check_section(section: dict, schema: dict[str, Spec], path: str, problems: 
     return out
 
 
-def _check_prompts(value, path: str, problems: list[str]) -> None:
+def _check_prompts(value, path: str, problems: list[str], mappings: bool = False) -> None:
+    """Prompts are non-empty strings; eval prompts may also be mappings with a ``prompt`` and reward columns."""
     if value is None:
         return
     if not value:
         problems.append(f"{path}: is empty; give at least one prompt")
     for i, p in enumerate(value):
-        if not isinstance(p, str) or not p.strip():
-            problems.append(f"{path}[{i}]: each prompt is a non-empty string, got {kind_of(p)} {p!r:.40}")
+        if mappings and isinstance(p, dict):
+            if not isinstance(p.get("prompt"), str) or not p["prompt"].strip():
+                problems.append(f"{path}[{i}]: a mapping needs a non-empty prompt string, e.g. {{prompt: '2+3?', answer: '5'}}")
+            elif set(p) != set(value[0] if isinstance(value[0], dict) else {"prompt"}):
+                first = ", ".join(value[0])
+                problems.append(f"{path}[{i}]: has columns {', '.join(p)}, the first has {first}; give each the same columns")
+        elif not isinstance(p, str) or not p.strip():
+            form = "a non-empty string or a mapping {prompt: ..., answer: ...}" if mappings else "a non-empty string"
+            problems.append(f"{path}[{i}]: each prompt is {form}, got {kind_of(p)} {p!r:.40}")
 
 
 def _check_rewards(value: list, problems: list[str]) -> list[dict]:
@@ -347,31 +373,113 @@ def _check_pass_at(ev: dict, problems: list[str]) -> None:
         problems.append(f"eval.pass_at: {shown(ks)}: give whole numbers from 1 to eval.samples ({samples}), e.g. [1, {samples}]")
 
 
-def _check_data(d: dict, eval_enabled: bool, base_dir: Path, problems: list[str]) -> None:
-    """Where the prompts come from: exactly one source, files that exist, held-out prompts when eval is on."""
+TRAIN_SOURCES = ("prompts", "file", "source", "hub")
+EVAL_SOURCES = ("eval_prompts", "eval_file", "eval_split", "eval_fraction")
+
+
+def _check_sources(d: dict, given: dict, eval_enabled: bool, base_dir: Path) -> list[str]:
+    """Exactly one source of training rows and at most one of eval rows, each usable."""
+    problems = []
     _check_prompts(d.get("prompts"), "data.prompts", problems)
-    _check_prompts(d.get("eval_prompts"), "data.eval_prompts", problems)
-    given = [k for k in ("prompts", "file", "source", "hub") if d.get(k) is not None]
-    if len(given) > 1:
-        problems.append(f"data: {' and '.join(given)} are all given; keep one source of training prompts")
-    if not given and all(k in d for k in ("prompts", "file", "source", "hub")):  # each passed its own check
+    _check_prompts(d.get("eval_prompts"), "data.eval_prompts", problems, mappings=True)
+    if d.get("prompt_template") is not None:
+        try:
+            datafiles.template_fields(d["prompt_template"])
+        except ValueError as exc:
+            problems.append(f"data.prompt_template: {exc}")
+        if "prompt_column" in given:
+            problems.append("data: prompt_template and prompt_column are both given; the template names its columns")
+    sources = [k for k in TRAIN_SOURCES if d.get(k) is not None]
+    if len(sources) > 1:
+        problems.append(f"data: {' and '.join(sources)} are all given; keep one source of training prompts")
+    if not sources and all(k in d for k in TRAIN_SOURCES):  # each passed its own check
         problems.append(
-            "data: give prompts (a list of strings), file (a .jsonl/.json/.csv with a prompt column), "
-            "source (a generator: arith) or hub (a dataset id)"
+            f"data: give prompts (a list of strings), file ({datafiles.FORMATS}), source (a generator: arith) "
+            "or hub (a dataset id)"
         )
-    if d.get("file") is not None:
-        file = resolve_path(d["file"], base_dir)
-        if not exists(file, "file"):
-            problems.append(f"data.file: {str(file)!r} does not exist; paths are relative to the recipe's folder")
-        elif file.suffix not in (".jsonl", ".json", ".csv"):
-            problems.append(f"data.file: {file.suffix or 'no extension'} is not supported; use .jsonl, .json or .csv")
-    if d.get("source") is not None:
-        problems.extend(generators.check_source(d["source"], d.get("source_args", {})))
+    for key in ("file", "eval_file"):
+        if d.get(key) is not None:
+            problem = datafiles.check_path(resolve_path(d[key], base_dir), f"data.{key}")
+            problems.extend([problem] if problem else [])
     if isinstance(d.get("hub"), str) and d["hub"].count("/") != 1:
         problems.append(f"data.hub: {d['hub']!r} is not a dataset id; give org/name, e.g. openai/gsm8k")
-    held_out = d.get("source") is not None or (d.get("hub") is not None and d.get("eval_split") is not None)
-    if eval_enabled and d.get("eval_prompts") is None and not held_out:
-        problems.append("data.eval_prompts: missing; give held-out prompts, or set eval.enabled: false")
+    if d.get("source") is not None:
+        problems.extend(generators.check_source(d["source"], d.get("source_args", {})))
+    fraction = d.get("eval_fraction")
+    if fraction is not None and not 0 < fraction < 1:
+        problems.append(f"data.eval_fraction: {fraction} is not between 0 and 1; e.g. 0.1 holds out a tenth of the rows")
+    if fraction is not None and d.get("eval_size") is not None:
+        problems.append("data: eval_fraction and eval_size are both given; hold out a share or a number of rows")
+    eval_sources = [k for k in EVAL_SOURCES if d.get(k) is not None]
+    if len(eval_sources) > 1:
+        problems.append(f"data: {' and '.join(eval_sources)} are all given; keep one source of eval rows")
+    holds_out = fraction is not None or (d.get("eval_size") is not None and not (d.get("eval_file") or d.get("eval_split")))
+    if holds_out and not (d.get("file") or d.get("hub")):
+        key = "eval_fraction" if fraction is not None else "eval_size"
+        instead = "the generator keeps its own held-out rows" if d.get("source") else "give eval_prompts instead"
+        problems.append(f"data.{key}: holds out rows of data.file or data.hub only; {instead}")
+    if d.get("eval_split") is not None and not d.get("hub"):
+        file = resolve_path(d["file"], base_dir) if d.get("file") else None
+        if file is None or not file.exists() or datafiles.splits(file) is None:
+            problems.append(
+                "data.eval_split: names a split of data.hub or of a saved DatasetDict in data.file; for a file use eval_file"
+            )
+    if eval_enabled and not (eval_sources or holds_out or d.get("source") is not None):
+        problems.append(
+            "data.eval_prompts: missing; give eval_prompts, eval_file, eval_split or eval_fraction, or set eval.enabled: false"
+        )
+    return problems
+
+
+def _check_data(d: dict, given: dict, eval_enabled: bool, base_dir: Path, problems: list[str]) -> dict[str, tuple]:
+    """The data section's sources (see _check_sources), then the columns each source's rows reach the rewards
+    with: {"train": (columns, source named), "eval": (...)}; columns are None where only loading tells (hub)."""
+    found = _check_sources(d, given, eval_enabled, base_dir)
+    problems.extend(found)
+    if found:
+        return {}
+
+    def file_columns(key: str, split: tuple[str, str | None]) -> list[str] | None:
+        path = resolve_path(d[key], base_dir)
+        try:
+            path = datafiles.split_path(path, split[1], split[0])
+            cols = datafiles.columns(path, f"data.{key}")
+            datafiles.prompt_rule(cols, d, f"data.{key} {path.name}")
+        except RecipeError as exc:
+            problems.extend(exc.problems)
+            return None
+        return _renamed_columns(cols, d)
+
+    train: list[str] | None = ["prompt"]
+    named = "data.prompts"
+    if d.get("file"):
+        train, named = file_columns("file", ("data.hub_split", d["hub_split"])), f"data.file {Path(d['file']).name}"
+    elif d.get("source"):
+        train, named = list(generators.generated(d)[0][0]), f"data.source {d['source']}"
+    elif d.get("hub"):
+        train, named = None, f"data.hub {d['hub']}"
+    evaluation, eval_named = train, named  # rows held out of the training rows
+    if d.get("eval_prompts") is not None:
+        first = d["eval_prompts"][0]
+        evaluation, eval_named = (list(first) if isinstance(first, dict) else ["prompt"]), "data.eval_prompts"
+    elif d.get("eval_file"):
+        eval_named = f"data.eval_file {Path(d['eval_file']).name}"
+        evaluation = file_columns("eval_file", ("data.eval_file", None))
+    elif d.get("eval_split"):
+        eval_named = f"data.eval_split {d['eval_split']}"
+        evaluation = file_columns("file", ("data.eval_split", d["eval_split"])) if d.get("file") else None
+    elif d.get("source"):
+        held_out = generators.generated(d)[1]
+        evaluation = list(held_out[0]) if held_out else ["prompt"]
+    held_out = evaluation is train  # the same columns: checked once, as the training rows
+    return {"training": (train, named), "eval": (None if held_out or not eval_enabled else evaluation, eval_named)}
+
+
+def _renamed_columns(cols: list[str], d: dict) -> list[str]:
+    """The columns rows reach the rewards with: the prompt column is renamed ``prompt``; a template keeps all."""
+    if d.get("prompt_template") or d["prompt_column"] not in cols:
+        return [*cols, "prompt"]
+    return [c for c in cols if c != d["prompt_column"]] + ["prompt"]
 
 
 def _build_rewards(entries: list[dict], base_dir: Path, problems: list[str]) -> list:
@@ -404,8 +512,9 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     model, data, evaluation = section("model"), section("data"), section("eval")
     entries = _check_rewards(top["rewards"], problems) if "rewards" in top else []
     training = dict(top["training"]) if "training" in top else None
+    columns = {}
     if data is not None:
-        _check_data(data, bool((evaluation or {}).get("enabled")), base_dir, problems)
+        columns = _check_data(data, top["data"], bool((evaluation or {}).get("enabled")), base_dir, problems)
     if evaluation is not None:
         _check_pass_at(evaluation, problems)
     if model is not None and isinstance(model.get("name"), str):
@@ -417,6 +526,9 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         problems.extend(trackers.check_report_to(training))
         problems.extend(adapters.check(model or {}, training))
     built = _build_rewards(entries, base_dir, problems)
+    for stage, (cols, named) in columns.items():
+        if cols is not None:
+            problems.extend(missing_columns(built, cols, f"the {stage} rows ({named})"))
     if problems:
         raise RecipeError(problems, source)
     checked = {"model": model, "data": data, "rewards": entries, "training": training, "eval": evaluation}

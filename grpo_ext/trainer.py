@@ -45,6 +45,13 @@ def make_config(kwargs: dict):
     return GRPOConfig(**kwargs)
 
 
+def fit_prompt_limit(args, longest: int) -> None:
+    """On a TRL that cuts prompts longer than max_prompt_length, set it to ``longest`` (no kept prompt is longer)
+    so that TRL cuts nothing, as newer TRL never does; grpo_ext has already dropped the longer prompts."""
+    if compat.truncates_prompts({f.name for f in dataclasses.fields(args)}):
+        args.max_prompt_length = longest
+
+
 def make_trainer(*, model, reward_funcs, args, train_dataset, tokenizer, callbacks=None, **features):
     """Build GRPOTrainer with keywords only. The tokenizer goes to ``processing_class`` or ``tokenizer``,
     whichever the signature has; optional features (peft_config, quantization_config, ...) are passed

@@ -3,7 +3,9 @@
     python scripts/gpu_check.py recipes/digit-lora.yaml --steps 5 --out /tmp/check/digit-lora [--device cpu]
 
 On CUDA the recipe runs in bf16 and the peak is torch's max allocated / reserved GPU memory; with
-``--device cpu`` it runs in float32 and the peak is the process's maximum resident set size.
+``--device cpu`` it runs in float32 and the peak is the process's maximum resident set size. The numbers, the
+plan's rows and the ratio plan / measured go to OUT/memory.json as well, so that a first GPU run calibrates
+the planner.
 """
 
 import argparse
@@ -45,8 +47,9 @@ def main() -> int:
         overrides += ["model.dtype=bfloat16", "training.bf16=true"]
     try:
         recipe = grpo_ext.load_recipe(args.recipe, overrides)
-        folder = plan.config_dir(recipe["model"], recipe.base_dir)
-        estimate = plan.total(plan.estimate(recipe, plan.model_shape(folder), plan.prompt_tokens(recipe, folder), args.device))
+        folder = plan.config_source(recipe["model"], recipe.base_dir)
+        rows = plan.estimate(recipe, plan.model_shape(folder), plan.prompt_tokens(recipe, folder), args.device)
+        estimate = plan.total(rows)
         grpo_ext.train(recipe)
     except grpo_ext.RecipeError as exc:
         print("\n".join(exc.lines()), file=sys.stderr)
@@ -58,13 +61,20 @@ def main() -> int:
     times = [line["step_time"] for line in lines[1:] if "step_time" in line] or [lines[0].get("step_time", float("nan"))]
     if args.device == "cuda":
         allocated, reserved = torch.cuda.max_memory_allocated() / GIB, torch.cuda.max_memory_reserved() / GIB
-        peak = f"peak {allocated:.2f} GiB allocated, {reserved:.2f} GiB reserved"
+        measured = {"max_memory_allocated_gib": round(allocated, 3), "max_memory_reserved_gib": round(reserved, 3)}
+        peak, against = f"peak {allocated:.2f} GiB allocated, {reserved:.2f} GiB reserved", reserved
     else:
-        peak = f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB:.2f} GiB"
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 / GIB
+        measured = {"peak_rss_gib": round(rss, 3)}
+        peak, against = f"peak RSS {rss:.2f} GiB", rss
     name = Path(args.recipe).stem
+    ratio = estimate / GIB / against
+    record = {"recipe": args.recipe, "device": args.device, "steps": len(lines), **measured, "plan_gib": round(estimate / GIB, 3)}
+    record |= {"plan_over_measured": round(ratio, 3), "plan_rows_gib": {row: round(n / GIB, 3) for row, n, _ in rows}}
+    (Path(args.out) / "memory.json").write_text(json.dumps(record, indent=1) + "\n")
     print(
         f"{name:<12} {args.device}: {len(lines)} steps, {statistics.median(times):.2f} s/step (median after the first), "
-        f"{peak}; plan {estimate / GIB:.2f} GiB",
+        f"{peak}; plan {estimate / GIB:.2f} GiB ({ratio:.2f} x {'reserved' if args.device == 'cuda' else 'RSS'})",
         flush=True,
     )
     return 0

@@ -20,9 +20,9 @@ NEW = {"use_liger_kernel", "vllm_structured_outputs_regex", "scale_rewards", "be
 @pytest.mark.parametrize(
     "version,present,key,value,out_key,out_value,passed",
     [
-        # the seed's max_prompt_length: passed where TRL has it, dropped (with a reason) where it was removed
-        ("0.27.0", OLD, "max_prompt_length", 256, "max_prompt_length", 256, None),
-        ("1.16.0", NEW, "max_prompt_length", 256, None, None, "dropped: prompts are no longer truncated"),
+        # the seed's max_prompt_length: applied by grpo_ext on every TRL (over-long prompts dropped), never passed
+        ("0.27.0", OLD, "max_prompt_length", 256, None, None, "applied by grpo_ext: grpo_ext drops prompts longer"),
+        ("1.16.0", NEW, "max_prompt_length", 256, None, None, "applied by grpo_ext: grpo_ext drops prompts longer"),
         # scale_rewards moved from a bool to a string in 0.22
         ("1.16.0", NEW, "scale_rewards", True, "scale_rewards", "group", 'passed as "group"'),
         ("1.16.0", NEW, "scale_rewards", False, "scale_rewards", "none", 'passed as "none"'),
@@ -71,7 +71,8 @@ def test_translate(version, present, key, value, out_key, out_value, passed):
         assert not notes and key not in how
     else:
         assert how[key].startswith(passed)
-        assert len(notes) == 1 and key in notes[0] and "\n" not in notes[0]  # announced once, in one line
+        announced = 0 if key in compat.APPLIED else 1  # an applied key is announced where the data loads
+        assert len(notes) == announced and all(key in n and "\n" not in n for n in notes)  # once, in one line
 
 
 @pytest.mark.parametrize(
@@ -221,7 +222,7 @@ def test_seed_config_loads_from_a_recipe(tiny_model, digit_doc, tmp_path, no_hub
     assert set(passed) <= {"max_prompt_length"}
     config = trainer.make_config({**kwargs, "use_cpu": True})
     assert config.beta == 0.04 and config.num_generations == 4 and config.temperature == 0.8
-    assert getattr(config, "max_prompt_length", 256) == 256
+    assert "max_prompt_length" not in kwargs  # grpo_ext applies it to the data (see test_data_formats.py)
     model, tokenizer, _ = models.load(recipe["model"], recipe.base_dir, lambda _msg: None)
     from datasets import Dataset
 
@@ -294,3 +295,29 @@ def test_hardware_defaults_bf16(given, cuda, gpu_bf16, cpu_flag, quantized, expe
     assert kwargs.get("use_cpu", False) is (not cuda)
     if "bf16" not in given and "fp16" not in given:
         assert any(n.startswith(f"bf16={expected}") for n in notes)
+
+
+def test_max_prompt_length_gives_trl_the_same_prompts_on_every_version(tiny_model, digit_doc, tmp_path, no_hub, monkeypatch):
+    """On a TRL that cuts long prompts (before 0.28) and on one that never does, the trainer gets the same rows:
+    prompts over the limit are dropped by grpo_ext, and an older TRL's own limit is left with nothing to cut."""
+    import grpo_ext
+    from tests.conftest import tiny_doc
+
+    short, long = [f"Say {d}." for d in range(4)], ["Say 9. " + "and then more words " * 40]
+    doc = tiny_doc(digit_doc, tiny_model, tmp_path / "run", eval={"enabled": False})
+    doc["data"] = {"prompts": short + long}
+    doc["training"].update(max_steps=1, max_prompt_length=60)
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(doc))
+    built = []
+    make = trainer.make_trainer
+    monkeypatch.setattr(trainer, "make_trainer", lambda **kw: built.append(make(**kw)) or built[-1])
+    grpo_ext.train(tmp_path / "r.yaml")
+    grpo = built[0]
+    kept = [row["prompt"][-1]["content"] for row in grpo.train_dataset]
+    assert sorted(kept) == sorted(short)  # the long prompt is dropped, whole prompts are kept
+    tokens = []
+    for row in grpo.train_dataset:
+        ids = grpo.processing_class.apply_chat_template(row["prompt"], add_generation_prompt=True)
+        tokens.append(len(ids["input_ids"] if hasattr(ids, "keys") else ids))  # transformers 5 returns a mapping
+    limit = getattr(grpo, "max_prompt_length", None)
+    assert min(tokens) > 5 and (limit is None or limit >= max(tokens))  # an older TRL's own truncation cuts nothing

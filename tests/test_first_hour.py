@@ -1,4 +1,4 @@
-"""Issue 20: what a user meets in the first hour. Regression tests, driven only through ``grpo_ext.cli.main``.
+"""What a user meets in the first hour. Regression tests, driven only through ``grpo_ext.cli.main``.
 
 Each test builds a tiny recipe (the shipped digit recipe on the locally built tiny model, 1-2 steps of 4
 completions, 2 eval prompts x 2 samples) in tmp_path and checks exit codes, stderr/stdout and the files of

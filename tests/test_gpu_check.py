@@ -1,8 +1,10 @@
 """scripts/gpu_check.sh is valid bash, and its Python part runs on a CPU with --device cpu."""
 
+import json
 import subprocess
 import sys
 
+import pytest
 import yaml
 
 from tests.test_recipe import ROOT
@@ -32,6 +34,9 @@ def test_python_part_runs_on_cpu(tiny_model, digit_doc, tmp_path, no_hub):
     assert proc.returncode == 0, proc.stderr[-2000:]
     last = proc.stdout.strip().splitlines()[-1]
     assert last.startswith("tiny") and "cpu: 2 steps" in last and "s/step" in last and "peak RSS" in last and "plan" in last
+    record = json.loads((tmp_path / "run" / "memory.json").read_text())
+    assert record["plan_over_measured"] == pytest.approx(record["plan_gib"] / record["peak_rss_gib"], abs=0.01)
+    assert sum(record["plan_rows_gib"].values()) == pytest.approx(record["plan_gib"], abs=0.01)
 
 
 def test_cuda_requested_without_gpu_says_so(tiny_model, tmp_path):

@@ -53,7 +53,7 @@ def tiny_doc(digit_doc, tiny_model, tmp_path):
 
 def components(doc: dict, device: str = "cpu") -> dict[str, int]:
     recipe = validate(doc)
-    shape = plan.model_shape(plan.config_dir(recipe["model"], recipe.base_dir))
+    shape = plan.model_shape(plan.config_source(recipe["model"], recipe.base_dir))
     return dict((name, n) for name, n, _ in plan.estimate(recipe, shape, 40, device))
 
 

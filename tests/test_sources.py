@@ -37,7 +37,7 @@ def test_arith_too_few_distinct_problems():
 def test_recipe_rows_come_from_the_generator():
     r = recipe.load("arith", ["data.source_args.train=12", "data.source_args.held_out=3"])
     train_rows = data.train_rows(r["data"], r.base_dir)
-    eval_rows = data.eval_rows(r["data"])
+    eval_rows = data.eval_rows(r["data"], r.base_dir)
     assert len(train_rows) == 12 and len(eval_rows) == 3
     assert set(train_rows[0]) == {"prompt", "answer"}
 
@@ -55,7 +55,7 @@ def test_gsm8k_dry_run_downloads_nothing(tmp_path):
     }
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, env=env)
     assert proc.returncode == 0, proc.stderr
-    assert "hub dataset openai/gsm8k (split train; not fetched by a dry run); 64 eval prompts" in proc.stdout
+    assert "hub dataset openai/gsm8k (split train; not fetched by a dry run); eval rows from split test (first 64)" in proc.stdout
     assert "math_accuracy (weight 1.0), think_answer_format (weight 0.2), overlong_penalty (weight 0.5)" in proc.stdout
     assert not (tmp_path / "hf").exists() and not (tmp_path / "cache").exists()
 

@@ -106,6 +106,7 @@ class Guarded:
         self.__doc__ = getattr(fn, "__doc__", None)
         self.where, self.on_error, self.timeout = where, on_error, timeout
         self.accepts = compat.reward_params(fn)
+        self.columns = compat.reward_columns(fn)  # dataset columns it needs, checked before any model loads
         self.skipped = 0  # samples scored None after an error, since the last metrics line
         self.warned = False
 
@@ -199,6 +200,25 @@ def guard_all(entries: list[dict], funcs: list) -> list[Guarded]:
             )
         )
     return guarded
+
+
+def missing_columns(funcs: list, columns: list[str], rows: str) -> list[str]:
+    """One problem per reward that needs a dataset column the ``rows`` (named in the message) lack.
+
+    >>> def graded(completions, answer, **kwargs): ...
+    >>> guarded = guard_all([{"name": "graded", "on_error": "fail", "timeout": None}], [graded])
+    >>> print(missing_columns(guarded, ["prompt"], "the rows")[0][:60])
+    rewards[0] (graded) needs column 'answer', which the rows la
+    """
+    problems = []
+    for fn in funcs:
+        for column in getattr(fn, "columns", ()):
+            if column not in columns:
+                problems.append(
+                    f"{fn.where} ({fn.__name__}) needs column {column!r}, which {rows} lack (columns: {', '.join(columns)}); "
+                    f"add it to the data, or point the reward at a column they have"
+                )
+    return problems
 
 
 def error_counter(funcs: list):

@@ -143,6 +143,7 @@ class MathAccuracy:
 
     def __init__(self, answer_column: str = "answer", time_limit: float = 0.5, max_answer_chars: int = 1000):
         self.answer_column = answer_column
+        self.columns = (answer_column,)  # checked against the data before any model loads
         self.time_limit = time_limit
         self.max_answer_chars = max_answer_chars
 

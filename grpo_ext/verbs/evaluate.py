@@ -58,9 +58,9 @@ def load_model(ref: str, model_cfg: dict, log) -> tuple[object, object, str]:
 
 def eval_rows(recipe: Recipe, chat: bool, log) -> list[dict]:
     """The recipe's held-out rows; without any, the first training rows (said so)."""
-    rows = data.eval_rows(recipe["data"])
+    rows = data.eval_rows(recipe["data"], recipe.base_dir, recipe["seed"])
     if not rows:
-        rows = data.train_rows(recipe["data"], recipe.base_dir)[:FALLBACK_PROMPTS]
+        rows = data.train_rows(recipe["data"], recipe.base_dir, FALLBACK_PROMPTS)
         log(f"eval: the recipe has no held-out prompts; scoring the first {len(rows)} training prompts (not held out)")
     return data.formatted(rows, recipe["data"], chat)
 
@@ -75,7 +75,7 @@ def compare(recipe: Recipe, refs: list[str], log) -> dict:
         "max_new_tokens": s.max_new_tokens,
         "pass_threshold": s.pass_threshold,
         "seed": s.seed,
-        "held_out": bool(data.eval_rows(recipe["data"])),
+        "held_out": data.has_eval(recipe["data"]),
         "bf16": s.bf16,
         "models": {},
     }

@@ -34,7 +34,7 @@ def read_run(run_dir: Path) -> Recipe:
 def greedy_answers(model, tokenizer, recipe: Recipe) -> list[str]:
     """One greedy answer per eval prompt, with the recipe's eval completion length."""
     chat = data.use_chat(recipe["data"], tokenizer)
-    rows = data.formatted(data.eval_rows(recipe["data"]), recipe["data"], chat)
+    rows = data.formatted(data.eval_rows(recipe["data"], recipe.base_dir, recipe["seed"]), recipe["data"], chat)
     answers = scoring.generate(
         model, tokenizer, [r["prompt"] for r in rows], scoring.greedy(scoring.settings(recipe, bf16=False))
     )
@@ -52,7 +52,7 @@ def merge(run_dir: str | Path, out: str | Path | None = None, *, check: bool = T
         raise RecipeError(f"--out: {dest} is not empty; remove it or give another: --out {dest}-2")
     console.quiet_third_parties(verbose=False)
     trained_answers = None
-    if check and data.eval_rows(recipe["data"]):
+    if check and data.has_eval(recipe["data"]):
         trained, tokenizer, _ = models.load_adapter(run / "final", recipe["model"], log)
         trained_answers = greedy_answers(trained, tokenizer, recipe)
         del trained

@@ -63,8 +63,7 @@ def train(
         missing = adapters.missing_packages(recipe["model"])
         if missing:
             raise RecipeError(missing, str(recipe.path))
-        if recipe["data"]["file"]:
-            data.train_rows(recipe["data"], recipe.base_dir)  # a data file that cannot be read stops here, before output_dir
+        check_data(recipe)  # a bad row of a data file stops here, before output_dir
         resume = resume or (recipe["resume"] in (True, "auto") and not overwrite)
         prepared = launch.on_main_first(lambda: _prepare(recipe, overwrite, resume, accept_changes))
         summary = run(recipe, prepared, verbose, callbacks)
@@ -74,6 +73,14 @@ def train(
         if prepared is not None and launch.is_main():
             rundir.discard_if_empty(prepared)  # lets go of the lock; a directory that got nothing is removed
         launch.close(completed)
+
+
+def check_data(recipe: Recipe) -> None:
+    """Read the recipe's local data files once, row by row; RecipeError names the first bad row's line."""
+    try:
+        data.check_files(recipe["data"], recipe.base_dir)
+    except RecipeError as exc:
+        raise RecipeError(exc.problems, str(recipe.path) if recipe.path else None) from None
 
 
 def _prepare(recipe: Recipe, overwrite: bool, resume: bool, accept_changes: bool) -> rundir.Prepared:
@@ -96,7 +103,10 @@ def _prepare(recipe: Recipe, overwrite: bool, resume: bool, accept_changes: bool
 
 def _training_data(d: dict) -> str:
     if d["file"]:
-        return f"file {d['file']}"
+        how = f"prompt column {d['prompt_column']!r}"
+        if d["prompt_template"]:
+            how = f"prompts from template {d['prompt_template']!r}"
+        return f"file {d['file']} ({how})"
     if d["source"]:
         return f"generator {d['source']}"
     if d["hub"]:
@@ -106,14 +116,17 @@ def _training_data(d: dict) -> str:
 
 def _eval_prompts(d: dict) -> str:
     if d["eval_prompts"] is not None:
-        n = len(d["eval_prompts"])
-    elif d["source"]:
-        n = len(generators.generated(d)[1])
-    elif d["hub"] and d["eval_split"]:
-        n = d["eval_size"]
-    else:
-        n = 0
-    return plural(n, "eval prompt")
+        return plural(len(d["eval_prompts"]), "eval prompt")
+    if d["eval_file"]:
+        return f"eval rows from {d['eval_file']}" + (f" (first {d['eval_size']})" if d["eval_size"] else "")
+    if d["eval_split"]:
+        return f"eval rows from split {d['eval_split']}" + (f" (first {d['eval_size']})" if d["eval_size"] else "")
+    if data.holds_out(d):
+        share = d["eval_size"] if d["eval_size"] is not None else f"a share of {d['eval_fraction']}"
+        return f"eval rows held out of the training rows ({share}, by seed; never trained on)"
+    if d["source"]:
+        return plural(len(generators.generated(d)[1]), "eval prompt")
+    return "no eval prompts"
 
 
 def dry_run(recipe: Recipe) -> None:
@@ -149,6 +162,8 @@ def dry_run(recipe: Recipe) -> None:
         "  use_cpu, bf16                    decided at launch from the device unless set (no GPU: use_cpu=true; "
         "bf16=true on a GPU or CPU with native bf16)"
     )
+    if "max_prompt_length" not in recipe["training"]:
+        print("  max_prompt_length                null                      no limit: a prompt is never cut, on every TRL")
     if "gradient_checkpointing" not in recipe["training"]:
         print(
             "  gradient_checkpointing           decided at launch unless set (off on a CPU; on a GPU, on for models "
@@ -202,14 +217,25 @@ def _config(recipe: Recipe, kwargs: dict, log):
     return trainer.make_config({**kwargs, "save_total_limit": None}), kwargs.get("save_total_limit")
 
 
-def _datasets(recipe: Recipe, tokenizer, log) -> tuple[bool, object, list[dict]]:
-    """(chat format or not, the training dataset, the formatted eval rows)."""
-    d = recipe["data"]
+def _rows(recipe: Recipe, log) -> data.Rows:
+    """The training and eval rows, loaded (and hub columns checked) before the model."""
+    rows = data.load(recipe["data"], recipe.base_dir, recipe["seed"], recipe.reward_funcs, recipe["eval"]["enabled"])
+    for note in rows.notes:
+        log(note)
+    return rows
+
+
+def _datasets(recipe: Recipe, rows: data.Rows, tokenizer, args, log) -> tuple[bool, object, list[dict]]:
+    """(chat format or not, the training dataset, the formatted eval rows), with max_prompt_length applied."""
+    d, limit = recipe["data"], recipe["training"].get("max_prompt_length")
     chat = data.use_chat(d, tokenizer)
-    train_set = data.dataset(data.train_rows(d, recipe.base_dir), d, chat)
-    eval_rows = data.formatted(data.eval_rows(d), d, chat) if recipe["eval"]["enabled"] else []
+    train_set, eval_rows = data.formatted_set(rows.train, d, chat), data.formatted(rows.eval, d, chat)
+    train_set, eval_rows, longest, notes = data.fit_prompts(train_set, eval_rows, limit, tokenizer)
+    trainer.fit_prompt_limit(args, limit or longest)
     shown = "chat messages" if chat else "plain text"
     log(f"data: {plural(len(train_set), 'training prompt')}, {plural(len(eval_rows), 'eval prompt')}, {shown}")
+    for note in notes:
+        log(note)
     return chat, train_set, eval_rows
 
 
@@ -222,9 +248,10 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     log = console.say if is_main else _silent
     args, keep = _config(recipe, _config_kwargs(recipe, log), log)
     set_seed(recipe["seed"])
+    rows = _rows(recipe, log)
     model, tokenizer, described = models.load(recipe["model"], recipe.base_dir, log)
     log(f"training: {adapters.describe(recipe['model'])}")
-    chat, train_set, eval_rows = _datasets(recipe, tokenizer, log)
+    chat, train_set, eval_rows = _datasets(recipe, rows, tokenizer, args, log)
     metrics = progress.MetricsLog(prepared.path / "metrics.jsonl", is_main, log)
     own = [guard.error_counter(recipe.reward_funcs), metrics, rundir.marker_callback(is_main, keep)]
     grpo = trainer.make_trainer(

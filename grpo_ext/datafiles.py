@@ -1,0 +1,291 @@
+"""Data files a recipe names (``data.file``, ``data.eval_file``): the formats read, their columns read cheaply,
+the rule that makes a row's prompt, and a full check that names the line or row of the first bad record.
+
+Formats: ``.jsonl``, ``.json`` (JSON Lines or one array of objects), ``.csv``, ``.parquet``, and a folder
+written by ``datasets``' ``save_to_disk`` (a Dataset, or a DatasetDict with splits). A prompt is text or a
+list of chat messages (TRL's standard and conversational formats); it comes from ``data.prompt_column``,
+from ``data.prompt_template`` filled with a row's columns, or, for a file of whole conversations, from
+its ``messages`` column without the final assistant turn.
+
+Plain Python: ``columns`` reads a header, a first line or a schema, never the whole file, so a recipe is
+checked without torch or datasets; ``scan`` streams the file once, holding one row at a time.
+"""
+
+import csv
+import io
+import json
+import string
+from collections.abc import Iterator
+from pathlib import Path
+
+from grpo_ext.base import clip, kind_of
+from grpo_ext.errors import RecipeError
+
+SUFFIXES = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}  # suffix → datasets' builder
+SAVED = "saved"  # a folder written by Dataset.save_to_disk or DatasetDict.save_to_disk
+FORMATS = ".jsonl, .json, .csv, .parquet, or a folder written by datasets' save_to_disk"
+MESSAGES = "messages"  # the column of a file of whole conversations
+ROLES = ("system", "user", "assistant", "tool")
+
+
+def kind(path: Path) -> str | None:
+    """The datasets builder that reads ``path`` (json, csv, parquet), ``saved`` for a save_to_disk folder, else None."""
+    if path.is_dir():
+        return SAVED if (path / "dataset_info.json").is_file() or (path / "dataset_dict.json").is_file() else None
+    return SUFFIXES.get(path.suffix.lower())
+
+
+def check_path(path: Path, key: str) -> str | None:
+    """One problem with a data path (missing, or a format not read), else None."""
+    if not path.exists():
+        return f"{key}: {str(path)!r} does not exist; paths are relative to the recipe's folder"
+    if kind(path) is None:
+        what = "a folder without dataset_info.json or dataset_dict.json" if path.is_dir() else path.suffix or "no extension"
+        return f"{key}: {what} is not supported; use {FORMATS}"
+    return None
+
+
+def splits(path: Path) -> list[str] | None:
+    """The splits of a saved DatasetDict, None for any other data path."""
+    index = path / "dataset_dict.json"
+    if not path.is_dir() or not index.is_file():
+        return None
+    return list(json.loads(index.read_text(encoding="utf-8")).get("splits", []))
+
+
+def split_path(path: Path, split: str | None, key: str) -> Path:
+    """The folder of one split of a saved DatasetDict (``path`` itself for anything else)."""
+    names = splits(path)
+    if names is None:
+        return path
+    if split is None:
+        listed, example = ", ".join(names), f"{path.name}/{names[0]}"
+        raise RecipeError(f"{key}: {path.name} is a DatasetDict (splits: {listed}); give one split's folder, e.g. {example}")
+    if split not in names:
+        raise RecipeError(f"{key}: {path.name} is a DatasetDict with splits {', '.join(names)}; no split {split!r}")
+    return path / split
+
+
+class BadData(RecipeError):
+    """A data file that cannot be read, with the line or row and what is wrong."""
+
+    def __init__(self, key: str, path: Path, where: str, what: str):
+        super().__init__(f"{key}: {path.name}{', ' + where if where else ''}: {what}")
+
+
+def _text_line(raw: bytes, number: int, key: str, path: Path) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        byte = raw[exc.start : exc.start + 1].hex()
+        what = f"byte 0x{byte} at column {exc.start + 1} is not UTF-8; save the file as UTF-8"
+        raise BadData(key, path, f"line {number}", what) from None
+
+
+def _json_line(text: str, number: int, key: str, path: Path) -> dict:
+    try:
+        row = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadData(key, path, f"line {number}", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(row, dict):
+        raise BadData(key, path, f"line {number}", f"a row is a JSON object of columns, got {kind_of(row)}")
+    return row
+
+
+def _json_lines(path: Path, key: str) -> Iterator[tuple[str, dict]]:
+    with path.open("rb") as f:
+        for number, raw in enumerate(f, 1):
+            text = _text_line(raw, number, key, path).strip()
+            if text:
+                yield f"line {number}", _json_line(text, number, key, path)
+
+
+def _json_array(path: Path, key: str) -> Iterator[tuple[str, dict]]:
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise BadData(key, path, f"line {line}", "a byte is not UTF-8; save the file as UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise BadData(key, path, f"line {exc.lineno}", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
+    if not isinstance(rows, list):
+        raise BadData(key, path, "", f"a .json file is JSON Lines or one array of row objects, not {kind_of(rows)}")
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise BadData(key, path, f"row {i + 1}", f"a row is a JSON object of columns, got {kind_of(row)}")
+        yield f"row {i + 1}", row
+
+
+def _is_array(path: Path) -> bool:
+    """A .json file holding one array of rows (a .json file may also be JSON Lines; a .jsonl file always is)."""
+    if path.suffix.lower() != ".json":
+        return False
+    with path.open("rb") as f:
+        return f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"[")
+
+
+def _csv_rows(path: Path, key: str) -> Iterator[tuple[str, dict]]:
+    with path.open("rb") as f:  # every line is UTF-8, checked line by line so that the error names the line
+        for number, raw in enumerate(f, 1):
+            _text_line(raw, number, key, path)
+    with path.open(encoding="utf-8-sig", newline="") as f:
+        reader = csv.reader(f)
+        header = next(reader, None)
+        if not header:
+            return
+        for row in reader:
+            if not row:
+                continue
+            if len(row) != len(header):
+                raise BadData(key, path, f"line {reader.line_num}", f"{len(row)} fields, the header has {len(header)}")
+            yield f"line {reader.line_num}", dict(zip(header, row, strict=True))
+
+
+def _arrow_batches(path: Path) -> Iterator:
+    """Record batches of a parquet file or of a saved dataset's arrow files, read lazily."""
+    if path.is_dir():
+        import pyarrow as pa
+
+        state = json.loads((path / "state.json").read_text(encoding="utf-8"))
+        for entry in state.get("_data_files", []):
+            with pa.memory_map(str(path / entry["filename"])) as source:
+                yield from pa.ipc.open_stream(source)
+    else:
+        import pyarrow.parquet as pq
+
+        yield from pq.ParquetFile(str(path)).iter_batches(batch_size=1024)
+
+
+def _arrow_rows(path: Path) -> Iterator[tuple[str, dict]]:
+    n = 0
+    for batch in _arrow_batches(path):
+        for row in batch.to_pylist():
+            n += 1
+            yield f"row {n}", row
+
+
+def rows(path: Path, key: str) -> Iterator[tuple[str, dict]]:
+    """(where, row) for each record of a data path (one split's folder for a DatasetDict), one at a time."""
+    builder = kind(path)
+    if builder == "csv":
+        return _csv_rows(path, key)
+    if builder in ("parquet", SAVED):
+        return _arrow_rows(path)
+    return _json_array(path, key) if _is_array(path) else _json_lines(path, key)
+
+
+def columns(path: Path, key: str) -> list[str]:
+    """The column names of a data path, from its first row, header or schema (not the whole file)."""
+    found = _columns(path, key)
+    if not found:
+        raise BadData(key, path, "", "the file has no rows" if path.is_file() else "the dataset has no columns")
+    return found
+
+
+def _columns(path: Path, key: str) -> list[str]:
+    builder = kind(path)
+    if builder == "parquet":
+        import pyarrow.parquet as pq
+
+        return list(pq.read_schema(str(path)).names)
+    if builder == SAVED:
+        info = json.loads((path / "dataset_info.json").read_text(encoding="utf-8"))
+        return list(info.get("features") or {})
+    if builder == "csv":
+        with path.open("rb") as f:
+            first = _text_line(f.readline(), 1, key, path)
+        return next(csv.reader(io.StringIO(first.lstrip("\ufeff"))), [])
+    if _is_array(path):
+        return next((list(row) for _, row in _json_array(path, key)), [])
+    return next((list(row) for _, row in _json_lines(path, key)), [])
+
+
+def template_fields(template: str) -> list[str]:
+    """The column names a prompt template uses (``{question}``); ValueError for a template str.format refuses."""
+    names = []
+    for _, name, spec, conversion in string.Formatter().parse(template):
+        if name is None:
+            continue
+        if not name or name.isdigit() or any(c in name for c in ".[]"):
+            raise ValueError(f"{{{name}}} is not a column name; write {{column}}, and {{{{ }}}} for a literal brace")
+        if spec or conversion:
+            raise ValueError(f"{{{name}}} has a format spec or conversion; write {{{name}}} alone")
+        names.append(name)
+    if not names:
+        raise ValueError("names no column; write e.g. 'Question: {question}'")
+    return names
+
+
+def prompt_rule(cols: list[str], data_cfg: dict, key: str) -> tuple[str, object]:
+    """How a row's prompt is made from these columns: ("template", fields), ("column", name) or, for rows of
+    whole conversations without a ``prompt`` column, ("messages", MESSAGES); RecipeError naming the columns
+    present when none applies."""
+    present = ", ".join(cols) or "none"
+    if data_cfg.get("prompt_template"):
+        missing = [f for f in template_fields(data_cfg["prompt_template"]) if f not in cols]
+        if missing:
+            raise RecipeError(f"data.prompt_template: {key} has no column {missing[0]!r} (columns: {present})")
+        return "template", template_fields(data_cfg["prompt_template"])
+    column = data_cfg["prompt_column"]
+    if column in cols:
+        return "column", column
+    if column == "prompt" and MESSAGES in cols:
+        return "messages", MESSAGES
+    hint = "; set data.prompt_column or data.prompt_template" if cols else ""
+    raise RecipeError(f"data.prompt_column: {key} has no column {column!r} (columns: {present}){hint}")
+
+
+def is_messages(value) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(m, dict) and "role" in m and "content" in m for m in value)
+
+
+def prompt_of(row: dict, rule: tuple[str, object], template: str | None):
+    """The prompt of one row: text, or chat messages. ValueError says what is wrong with the row."""
+    how, what = rule
+    if how == "template":
+        return template.format_map({name: "" if row.get(name) is None else row[name] for name in what})
+    value = row.get(what)
+    if how == "messages":
+        if not is_messages(value):
+            raise ValueError(f"{MESSAGES!r} is not a list of chat messages ({{role, content}}), got {kind_of(value)}")
+        turns = value[:-1] if value[-1]["role"] == "assistant" else value
+        if not turns:
+            raise ValueError(f"{MESSAGES!r} holds only an assistant turn; a prompt needs a user message")
+        return turns
+    if isinstance(value, str) and value.strip():
+        return value
+    if is_messages(value):
+        return value
+    got = "an empty string" if isinstance(value, str) else f"{kind_of(value)} {clip(repr(value), 40)}"
+    raise ValueError(f"prompt column {what!r} holds {got}; a prompt is text or a list of chat messages ({{role, content}})")
+
+
+def scan(path: Path, key: str, rule: tuple[str, object], template: str | None) -> tuple[int, list[str]]:
+    """Read every row once and stop at the first bad one (BadData naming its line or row): a prompt that is not
+    text or messages, prompts of both forms, or a row whose columns differ from the first row's.
+    Returns (rows, columns)."""
+    first: dict | None = None
+    form = None
+    n = 0
+    for where, row in rows(path, key):
+        n += 1
+        if first is None:
+            first = row
+        elif row.keys() != first.keys():
+            missing, extra = sorted(first.keys() - row.keys()), sorted(row.keys() - first.keys())
+            parts = [f"no column {', '.join(map(repr, missing))}"] if missing else []
+            parts += [f"extra column {', '.join(map(repr, extra))}"] if extra else []
+            said = "; ".join(parts)
+            raise BadData(key, path, where, f"{said} (the first row has: {', '.join(first)}); give every row the same columns")
+        try:
+            prompt = prompt_of(row, rule, template)
+        except ValueError as exc:
+            raise BadData(key, path, where, str(exc)) from None
+        this = "text" if isinstance(prompt, str) else "chat messages"
+        if form is None:
+            form = this
+        elif this != form:
+            raise BadData(key, path, where, f"the prompt is {this}, the first row's is {form}; use one form for every row")
+    if n == 0:
+        raise BadData(key, path, "", "the file has no rows")
+    return n, list(first)

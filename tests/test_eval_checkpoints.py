@@ -62,6 +62,11 @@ def test_sweep_scores_every_checkpoint_and_reuses_scores(tiny_run, capsys, no_hu
     assert [p["step"] for p in other["points"]] == [1, 3] and other["scored"] == 2
     assert all(r["judged"] == 8 for p in other["points"] for r in p["rewards"].values())  # 2 prompts x 4 samples
 
+    # other prompts, the first settings: the scores kept in the run directory are not theirs, nor the eval before
+    assert cli.main(["eval", str(recipe), "--model", str(run), "--checkpoints", "data.eval_prompts=['Say 5.']"]) == 0
+    moved = json.loads((run / "eval_curve.json").read_text())
+    assert [p["step"] for p in moved["points"]] == [1, 3] and moved["scored"] == 2 and moved["points"][0]["prompts"] == 1
+
 
 @pytest.mark.parametrize(
     "models, message",

@@ -2,13 +2,14 @@
 
     grpo-ext eval RECIPE --model runs/digit --checkpoints
 
-Each complete checkpoint (its ``grpo_ext_complete.json`` lists every file, all present) samples the recipe's eval
-prompts exactly as ``grpo-ext eval`` does (the same seeds, so two checkpoints are compared on the same draws),
-and the rewards score them. The run's own ``eval before`` is step 0 when it was sampled with the same
-settings. Results go to ``eval_curve.json`` and ``eval_curve.md`` with the held-out pass rate against step
-drawn in ``eval_curve.png`` (in the run directory, or ``--out``); a checkpoint already scored there with the
-same settings is not scored again. The best checkpoint is the one with the highest pass rate of the recipe's
-first reward (the earliest among equals), compared with the last one, paired by prompt.
+Each complete checkpoint (its ``grpo_ext_complete.json`` lists every file, all present) samples the recipe's
+eval prompts exactly as ``grpo-ext eval`` does (the same seeds, so two checkpoints are compared on the same
+draws), and the rewards score them. The run's own ``eval before`` is step 0 when it was sampled with the same
+settings, prompts and rewards (its ``recipe.yaml``). Results go to ``eval_curve.json`` and ``eval_curve.md``,
+the held-out pass rate against step to ``eval_curve.png`` (in the run directory, or ``--out``); a checkpoint
+already scored there with the same settings, prompts and rewards is not scored again. The best checkpoint is
+the one with the highest pass rate of the recipe's first reward (the earliest among equals), compared with the
+last one, paired by prompt.
 """
 
 import gc
@@ -16,6 +17,8 @@ import hashlib
 import json
 import time
 from pathlib import Path
+
+import yaml
 
 from grpo_ext import console, data, hardware, plots, report, rundir, scoring
 from grpo_ext.base import write_atomic
@@ -29,6 +32,20 @@ CURVE = "eval_curve"
 def fingerprint(checkpoint: Path) -> str:
     """What identifies a checkpoint's contents: a hash of its manifest (every file and its size)."""
     return hashlib.sha256((checkpoint / rundir.MANIFEST).read_bytes()).hexdigest()[:16]
+
+
+def task_of(portable: dict) -> str:
+    """What a recipe asks an eval to do, beyond the sampling settings: its data and rewards, as a short hash."""
+    task = {key: portable.get(key) for key in ("data", "rewards")}
+    return hashlib.sha256(json.dumps(task, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def _run_task(run_dir: Path) -> str | None:
+    """The task of the run's own recipe (its recipe.yaml), to tell whether its eval before is comparable."""
+    try:
+        return task_of(yaml.safe_load((run_dir / "recipe.yaml").read_text(encoding="utf-8")) or {})
+    except (OSError, yaml.YAMLError):
+        return None
 
 
 def _cached(dest: Path, key: dict) -> dict[str, dict]:
@@ -49,10 +66,13 @@ def score_checkpoints(recipe: Recipe, run_dir: Path, dest: Path, log) -> dict:
             f"(and training.save_total_limit: null to keep every checkpoint)"
         )
     s = scoring.settings(recipe, bf16=hardware.uses_bf16(recipe["training"], recipe["model"]))
-    key, cache, started = s.key(), _cached(dest, s.key()), time.monotonic()
+    task = task_of(recipe.portable())
+    key = {**s.key(), "task": task}  # the same settings, prompts and rewards: the same scores
+    cache, started = _cached(dest, key), time.monotonic()
     summary = rundir.read_summary(run_dir)
     before = summary.get("eval_before")
-    points = [{"step": 0, "checkpoint": "before training", **before}] if before and before.get("settings") == key else []
+    comparable = before and before.get("settings") == s.key() and _run_task(run_dir) == task
+    points = [{"step": 0, "checkpoint": "before training", **before, "settings": key}] if comparable else []
     scored = 0
     for checkpoint in complete:
         mark = fingerprint(checkpoint)
@@ -64,7 +84,9 @@ def score_checkpoints(recipe: Recipe, run_dir: Path, dest: Path, log) -> dict:
         t0 = time.monotonic()
         result = scoring.evaluate(model, tokenizer, evaluate.eval_rows(recipe, chat, log), recipe.reward_funcs, s, chat=chat)
         result["seconds"] = round(time.monotonic() - t0, 1)
-        points.append({"step": rundir.step_of(checkpoint), "checkpoint": checkpoint.name, "fingerprint": mark, **result})
+        points.append(
+            {"step": rundir.step_of(checkpoint), "checkpoint": checkpoint.name, "fingerprint": mark, **result, "settings": key}
+        )
         scored += 1
         rates = ", ".join(f"{k} {v['pass_rate']}" for k, v in result["rewards"].items())
         log(f"eval {checkpoint.name}: pass rate {rates} ({result['samples']} samples, {result['seconds']} s)")

@@ -8,7 +8,9 @@ own process, checkpoints off) and is judged by the run's own held-out ``eval aft
 solved when the pass rate of ``--metric`` reaches ``--solved`` (0.9). The shipped recipe always runs
 first as ``shipped``; the candidates add their overrides to it. Seeds alternate between contestants so
 that a slow patch of the machine hits all of them alike. The last lines compare each candidate with the
-shipped recipe: seeds solved, mean pass rate after, and median wall time per run.
+shipped recipe: seeds solved, mean pass rate after, and median wall time per run. Each share of seeds solved
+and each mean pass rate has its 95% interval over seeds (``grpo_ext.evalstats``: the seed is the unit), and
+each candidate's per-seed pass rates are compared with the shipped recipe's on the same seeds (paired).
 """
 
 import argparse
@@ -22,6 +24,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from grpo_ext import evalstats  # noqa: E402
 
 
 def seed_list(text: str) -> list[int]:
@@ -58,8 +63,10 @@ def run_once(recipe: str, seed: int, overrides: list[str], metric: str, work: Pa
     if proc.returncode != 0:
         sys.exit(f"error: {' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    after = summary["eval_after"]["rewards"][metric]["pass_rate"]
-    return {"seed": seed, "pass_rate": after, "wall": wall, "steps": summary["steps"]}
+    after = summary["eval_after"]["rewards"][metric]
+    ci = after.get("pass_rate_ci") or {}
+    shown = f"{after['pass_rate']} [{ci['low']:.2f}, {ci['high']:.2f}]" if ci.get("low") is not None else str(after["pass_rate"])
+    return {"seed": seed, "pass_rate": after["pass_rate"], "shown": shown, "wall": wall, "steps": summary["steps"]}
 
 
 def main() -> None:
@@ -86,7 +93,7 @@ def main() -> None:
                 r = run_once(args.recipe, seed, overrides, args.metric, Path(tmp))
                 results[label].append(r)
                 print(
-                    f"seed {seed:<3} {label:<16} {args.metric} pass rate after {r['pass_rate']:<7} "
+                    f"seed {seed:<3} {label:<16} {args.metric} pass rate after {r['shown']:<20} "
                     f"{r['steps']} steps, {r['wall']:.0f} s",
                     flush=True,
                 )
@@ -98,14 +105,24 @@ def main() -> None:
             statistics.median(r["wall"] for r in rows),
         )
 
+    def interval(e: evalstats.Estimate) -> str:
+        return "" if e.low is None else f" [{e.low:.2f}, {e.high:.2f}]"
+
     base = stats(results["shipped"])
     n = len(args.seeds)
     for label, overrides in contestants:
         solved, mean, wall = stats(results[label])
+        rates = [r["pass_rate"] for r in results[label]]
+        share = evalstats.rate_interval([float(x >= args.solved) for x in rates], [1] * n)
+        spread = evalstats.mean_interval(rates, [1] * n)
         print(
-            f"{label:<16} solved {solved}/{n} seeds, mean pass rate {mean:.3f}, median wall {wall:.0f} s"
-            + (f"  [{' '.join(overrides)}]" if overrides else "")
+            f"{label:<16} solved {solved}/{n} seeds{interval(share)}, mean pass rate {mean:.3f}{interval(spread)}, "
+            f"median wall {wall:.0f} s" + (f"  [{' '.join(overrides)}]" if overrides else "")
         )
+    for label, _ in args.candidate:
+        shipped = [r["pass_rate"] for r in results["shipped"]]
+        diff = evalstats.paired(shipped, [r["pass_rate"] for r in results[label]], [1] * n)
+        print(f"{label} vs shipped, mean pass rate on the same seeds: {evalstats.verdict(diff)}")
     for label, _ in args.candidate:
         solved, mean, wall = stats(results[label])
         ratio = f"{solved / base[0]:.2f}" if base[0] else "n/a (shipped solved none)"

@@ -13,6 +13,7 @@ From Python::
     recipe = grpo_ext.load_recipe("digit", ["training.max_steps=4"])   # validated; RecipeError lists every problem
     summary = grpo_ext.train(recipe)                                      # the run's summary.json, as a dict
     grpo_ext.evaluate(recipe, ["runs/digit"])                            # score models on the eval prompts
+    grpo_ext.evaluate_checkpoints(recipe, "runs/digit")                   # score every checkpoint of a run
     grpo_ext.merge("runs/digit-lora")                                     # fold a LoRA adapter into its base
 
 Importing this package is cheap: torch, transformers and trl are imported only when a run needs them.
@@ -24,7 +25,19 @@ from grpo_ext.recipe import load as load_recipe
 from grpo_ext.verbs.evaluate import evaluate_models as evaluate
 from grpo_ext.verbs.merge import merge
 from grpo_ext.verbs.plan import plan
+from grpo_ext.verbs.sweep import sweep as evaluate_checkpoints
 from grpo_ext.verbs.train import dry_run, train
 
 __version__ = "0.1.0"
-__all__ = ["Recipe", "RecipeError", "RunError", "dry_run", "evaluate", "load_recipe", "merge", "plan", "train"]
+__all__ = [
+    "Recipe",
+    "RecipeError",
+    "RunError",
+    "dry_run",
+    "evaluate",
+    "evaluate_checkpoints",
+    "load_recipe",
+    "merge",
+    "plan",
+    "train",
+]

@@ -5,6 +5,7 @@
     grpo-ext ls                                         shipped recipes, rewards and model aliases
     grpo-ext cp NAME DEST.yaml                          copy a shipped recipe to edit
     grpo-ext eval RECIPE --model A [--model B ...]      score models side by side on the recipe's eval prompts
+    grpo-ext eval RECIPE --model RUN_DIR --checkpoints  score every checkpoint of a run; eval_curve.png
     grpo-ext rewards [ls]                               reward names with their one-line descriptions
     grpo-ext rewards show NAME                          a reward's arguments and documentation
     grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg k=v]   score one completion
@@ -27,7 +28,7 @@ from grpo_ext.base import first_line, suggest
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import load, parse_override
 from grpo_ext.rewards import registry
-from grpo_ext.verbs import evaluate, merge, plan, train
+from grpo_ext.verbs import evaluate, merge, plan, sweep, train
 
 
 def cmd_train(args) -> None:
@@ -160,6 +161,11 @@ def _counts_tokens(fn) -> bool:
 
 
 def cmd_eval(args) -> None:
+    if args.checkpoints:
+        if len(args.model) != 1:
+            raise RecipeError("--checkpoints: give one --model, the run directory whose checkpoint-N to score")
+        sweep.sweep(args.recipe, args.model[0], args.overrides, out=args.out, verbose=args.verbose)
+        return
     evaluate.evaluate_models(
         args.recipe, args.model, args.overrides, out=args.out, overwrite=args.overwrite, verbose=args.verbose
     )
@@ -231,6 +237,11 @@ def parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--out", help="folder for eval.json and eval.md (default: eval-NAME beside the recipe's output_dir)")
     ev.add_argument("--overwrite", action="store_true", help="replace an earlier eval in --out")
+    ev.add_argument(
+        "--checkpoints",
+        action="store_true",
+        help="score every complete checkpoint-N of the one --model run directory; eval_curve.png there (or in --out)",
+    )
     ev.add_argument("--verbose", action="store_true", help="show third-party warnings and logs")
     ev.set_defaults(fn=cmd_eval)
 

@@ -139,3 +139,36 @@ def figure(records: list[dict], title: str = "", beta: float | None = None):
     if title:
         fig.suptitle(title)
     return fig
+
+
+def draw_eval_curve(points: list[dict], dest: Path, title: str = "") -> Path:
+    """``eval_curve.png``: each reward's held-out pass rate (with its 95% interval) against step, one point per
+    scored checkpoint; ``points`` as ``grpo-ext eval --checkpoints`` writes them (``step``, ``rewards``)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    fig = Figure(figsize=(7, 4.5), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    names = list(dict.fromkeys(name for p in points for name in p["rewards"]))
+    for i, name in enumerate(names):
+        shown = [(p["step"], p["rewards"][name]) for p in points if (p["rewards"].get(name) or {}).get("pass_rate") is not None]
+        steps = [step for step, _ in shown]
+        rates = [r["pass_rate"] for _, r in shown]
+        ci = [r.get("pass_rate_ci") or {} for _, r in shown]
+        below = [rate - c["low"] if c.get("low") is not None else 0.0 for rate, c in zip(rates, ci, strict=True)]
+        above = [c["high"] - rate if c.get("high") is not None else 0.0 for rate, c in zip(rates, ci, strict=True)]
+        offset = (i - (len(names) - 1) / 2) * 0.08 * max(1, max(steps, default=1) / 10)  # side by side, not on top
+        ax.errorbar([s + offset for s in steps], rates, yerr=[below, above], marker="o", capsize=3, label=name, color=f"C{i}")
+    ax.set_ylim(-0.05, 1.05)
+    ax.set_xlabel("step")
+    ax.set_ylabel("held-out pass rate (95% interval)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(alpha=0.3)
+    if names:
+        ax.legend(loc="best", fontsize=8)
+    if title:
+        ax.set_title(title)
+    fig.savefig(dest, dpi=100)
+    return dest

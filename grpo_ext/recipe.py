@@ -97,6 +97,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "max_new_tokens": Spec(("int", "null"), None, minimum=1, doc="null: training.max_completion_length"),
         "pass_threshold": Spec(("float",), 1.0, doc="a sample passes a reward when its score is at least this"),
         "batch_size": Spec(("int",), 64, minimum=1, doc="sequences generated at once"),
+        "pass_at": Spec(("list", "null"), None, doc="k values for pass@k, each from 1 to samples; null: 1 and samples"),
     },
     "reward": {
         "name": Spec(("str",), required=True, doc="registry name, module:function, file.py:function or entry point"),
@@ -362,6 +363,16 @@ def _check_rewards(value: list, problems: list[str]) -> list[dict]:
     return out
 
 
+def _check_pass_at(ev: dict, problems: list[str]) -> None:
+    """eval.pass_at: whole numbers from 1 to eval.samples (pass@k needs k of the samples); null means 1 and samples."""
+    ks, samples = ev.get("pass_at"), ev.get("samples")
+    if ks is None or not isinstance(samples, int):
+        return
+    bad = [k for k in ks if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= samples]
+    if bad or not ks:
+        problems.append(f"eval.pass_at: {shown(ks)}: give whole numbers from 1 to eval.samples ({samples}), e.g. [1, {samples}]")
+
+
 TRAIN_SOURCES = ("prompts", "file", "source", "hub")
 EVAL_SOURCES = ("eval_prompts", "eval_file", "eval_split", "eval_fraction")
 
@@ -504,6 +515,8 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     columns = {}
     if data is not None:
         columns = _check_data(data, top["data"], bool((evaluation or {}).get("enabled")), base_dir, problems)
+    if evaluation is not None:
+        _check_pass_at(evaluation, problems)
     if model is not None and isinstance(model.get("name"), str):
         problems.extend(model_source.check(model["name"], base_dir))
     if training is not None:

@@ -56,24 +56,68 @@ def _reward_names(columns: dict[str, dict | None]) -> list[str]:
     return list(dict.fromkeys(n for result in columns.values() if result for n in result["rewards"]))
 
 
+def _with_ci(value, ci: dict | None, symmetric: bool) -> str:
+    """``0.984 [0.91, 1.00]`` for a rate, ``0.076 ±0.041`` for a mean; the figure alone without an interval."""
+    if value is None or not ci or ci.get("low") is None:
+        return fmt(value)
+    if symmetric:
+        return f"{fmt(value)} ±{(ci['high'] - ci['low']) / 2:.3f}"
+    return f"{fmt(value)} [{ci['low']:.2f}, {ci['high']:.2f}]"
+
+
+def rate_cell(scores: dict | None) -> str:
+    """One reward's pass rate with its interval, ``0.984 [0.91, 1.00]``, or ``-``."""
+    return _with_ci((scores or {}).get("pass_rate"), (scores or {}).get("pass_rate_ci"), False)
+
+
+def _score_rows(columns: dict[str, dict | None]) -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """(row label, its name out of the table's indentation, one (mean cell, pass cell) per column): each reward,
+    its pass@k (k > 1) and maj@n rows, lengths."""
+    cells = [columns[label] or {} for label in columns]
+    rows = []
+    for name in _reward_names(columns):
+        scores = [c.get("rewards", {}).get(name, {}) for c in cells]
+        rows.append(
+            (
+                name,
+                name,
+                [
+                    (_with_ci(c.get("mean"), c.get("mean_ci"), True), _with_ci(c.get("pass_rate"), c.get("pass_rate_ci"), False))
+                    for c in scores
+                ],
+            )
+        )
+        ks = dict.fromkeys(k for c in scores for k in c.get("pass_at", {}) if k != "1")
+        for k in ks:
+            at = [c.get("pass_at", {}).get(k) or {} for c in scores]
+            rows.append((f"  pass@{k}", f"{name} pass@{k}", [("", _with_ci(a.get("value"), a, False)) for a in at]))
+        if any(c.get("maj") for c in scores):
+            n = next(c["maj"]["n"] for c in scores if c.get("maj"))
+            votes = [("", _with_ci((c.get("maj") or {}).get("value"), c.get("maj"), False)) for c in scores]
+            rows.append((f"  maj@{n}", f"{name} maj@{n}", votes))
+    lengths = [c.get("mean_length") for c in cells]
+    if any(v is not None for v in lengths):
+        rows.append(("mean length (tokens)", "mean completion length (tokens)", [(fmt(v, 1), "") for v in lengths]))
+    return rows
+
+
 def score_table(columns: dict[str, dict | None]) -> list[str]:
-    """Terminal lines: per reward, mean and pass rate of each column (before/after, or models) side by side;
-    then mean completion length. A column without a result shows ``-``; no result at all, no table."""
+    """Terminal lines: per reward, mean and pass rate of each column (before/after, or models) side by side,
+    with 95% intervals when the eval has them (then pass@k and maj@n rows); then mean completion length.
+    A column without a result shows ``-``; no result at all, no table."""
     if not any(columns.values()):
         return []
     labels = list(columns)
-    width = max([18, *(len(label) + 2 for label in labels)])
-    cells = {label: columns[label] or {} for label in labels}
+    rows = _score_rows(columns)
+    wide = any("[" in cell[1] for _, _, row in rows for cell in row)
+    mean_w, pass_w = (15, 20) if wide else (10, 8)
+    width = max(mean_w + pass_w, *(len(label) + 2 for label in labels))
     lines = [
         f"{'':<24}" + "".join(f"{label:>{width}}" for label in labels),
-        f"{'reward':<24}" + "".join(f"{'mean':>{width - 8}}{'pass':>8}" for _ in labels),
+        f"{'reward':<24}" + "".join(f"{'mean':>{width - pass_w}}{'pass':>{pass_w}}" for _ in labels),
     ]
-    for name in _reward_names(columns):
-        scores = [cells[label].get("rewards", {}).get(name, {}) for label in labels]
-        lines.append(f"{name:<24}" + "".join(f"{fmt(c.get('mean')):>{width - 8}}{fmt(c.get('pass_rate')):>8}" for c in scores))
-    lengths = [cells[label].get("mean_length") for label in labels]
-    if any(v is not None for v in lengths):
-        lines.append(f"{'mean length (tokens)':<24}" + "".join(f"{fmt(v, 1):>{width - 8}}{'':>8}" for v in lengths))
+    for name, _, row in rows:
+        lines.append(f"{name:<24}" + "".join(f"{m:>{width - pass_w}}{p:>{pass_w}}" for m, p in row))
     return [line.rstrip() for line in lines]
 
 
@@ -82,18 +126,18 @@ def score_markdown(columns: dict[str, dict | None]) -> list[str]:
     if not any(columns.values()):
         return []
     labels = list(columns)
-    cells = {label: columns[label] or {} for label in labels}
     lines = [
         "| reward | " + " | ".join(f"{label}: mean | {label}: pass rate" for label in labels) + " |",
         "|---|" + "---:|---:|" * len(labels),
     ]
-    for name in _reward_names(columns):
-        scores = [cells[label].get("rewards", {}).get(name, {}) for label in labels]
-        lines.append(f"| {name} | " + " | ".join(f"{fmt(c.get('mean'))} | {fmt(c.get('pass_rate'))}" for c in scores) + " |")
-    lengths = [cells[label].get("mean_length") for label in labels]
-    if any(v is not None for v in lengths):
-        lines.append("| mean completion length (tokens) | " + " | ".join(f"{fmt(v, 1)} |" for v in lengths) + " |")
+    for _, name, row in _score_rows(columns):
+        lines.append(f"| {name} | " + " | ".join(f"{m} | {p}".rstrip() for m, p in row) + " |")
     return lines
+
+
+def change_lines(changes: dict | None, label: str) -> list[str]:
+    """One line per reward: the paired change of its pass rate, with the verdict (``better: +0.34 [+0.21, +0.47]``)."""
+    return [f"{label}, pass rate of {name}: {change['verdict']}" for name, change in (changes or {}).items()]
 
 
 def md_text(text: str) -> str:
@@ -115,6 +159,23 @@ def samples_markdown(columns: dict[str, dict | None]) -> list[str]:
             lines.append("| " + " | ".join(md_text(c[row]) if row < len(c) else "" for c in cols) + " |")
         lines.append("")
     return lines
+
+
+INTERVALS_NOTE = (
+    "Intervals are 95% and count prompts, not samples, as the units: a mean ± t times its standard error over "
+    "prompts, a rate [low, high] by Wilson on the effective sample size; the change after vs before is paired by "
+    "prompt (same prompts, same sampling seeds)."
+)
+
+
+def eval_share(summary: dict) -> float | None:
+    """The evals' share of the time spent evaluating and training (None before both have a time)."""
+    evals = [(summary.get(key) or {}).get("seconds") for key in ("eval_before", "eval_after")]
+    spent = sum(x for x in evals if x is not None)
+    train_s = summary.get("train_seconds")
+    if not train_s or not spent:
+        return None
+    return spent / (spent + train_s)
 
 
 def _seconds(value) -> str:
@@ -158,6 +219,8 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
             "",
         ]
         lines += score_markdown({"before": before, "after": after})
+        lines += ["", INTERVALS_NOTE]
+        lines += [f"- {line}" for line in change_lines(summary.get("eval_change"), "After vs before")]
     else:
         lines.append("No eval ran (no `data.eval_prompts`, or `eval.enabled: false`).")
     lines += ["", "## Training curves", ""]
@@ -174,6 +237,9 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
         if (summary.get(key) or {}).get("seconds") is not None:
             lines.append(f"| {label} | {_seconds(summary[key]['seconds'])} |")
     lines.append(f"| training | {_seconds(train_s)} |")
+    share = eval_share(summary)
+    if share is not None:
+        lines.append(f"| eval share of eval + training time | {share:.0%} |")
     memory = summary.get("memory") or {}
     if "peak_rss_mib" in memory:
         lines.append(f"| peak memory (process RSS) | {memory['peak_rss_mib']} MiB |")

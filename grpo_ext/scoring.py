@@ -10,7 +10,7 @@ import contextlib
 import dataclasses
 import statistics
 
-from grpo_ext import compat
+from grpo_ext import compat, evalstats
 from grpo_ext.recipe import Recipe
 
 
@@ -25,6 +25,13 @@ class Settings:
     pass_threshold: float
     seed: int
     bf16: bool = False  # sample under bf16 autocast, the arithmetic training uses when its bf16 is on
+    pass_at: tuple[int, ...] = (1,)  # k values of pass@k
+
+    def key(self) -> dict:
+        """What makes two evals of one model give the same samples: equal keys, equal results."""
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "batch_size"} | {
+            "pass_at": list(self.pass_at)
+        }
 
 
 def settings(recipe: Recipe, bf16: bool) -> Settings:
@@ -40,6 +47,7 @@ def settings(recipe: Recipe, bf16: bool) -> Settings:
         pass_threshold=cfg["pass_threshold"],
         seed=recipe["seed"],
         bf16=bf16,
+        pass_at=tuple(sorted(set(cfg["pass_at"] or (1, cfg["samples"])))),
     )
 
 
@@ -71,7 +79,6 @@ def sample(model, tokenizer, prompts: list, s: Settings) -> tuple[list[list[str]
     """(texts, token ids): ``s.samples`` completions for each prompt, as text and as TRL's ``completion_ids``."""
     import torch
 
-    torch.manual_seed(s.seed)
     samples, temperature = s.samples, s.temperature
     texts = _prompt_texts(tokenizer, prompts)
     per_batch = max(1, s.batch_size // samples)
@@ -84,6 +91,7 @@ def sample(model, tokenizer, prompts: list, s: Settings) -> tuple[list[list[str]
     try:
         for start in range(0, len(texts), per_batch):
             chunk = texts[start : start + per_batch]
+            torch.manual_seed(s.seed + start)  # the same draws for the same prompts, whatever the model did before
             enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False, return_token_type_ids=False).to(
                 device
             )
@@ -117,9 +125,11 @@ def score(
     pass_threshold: float,
     tokenizer=None,
     completion_ids: list[list[list[int]]] | None = None,
+    pass_at: tuple[int, ...] = (1,),
 ) -> dict:
     """Per reward: mean score and pass rate (share of samples scoring ≥ the reward's pass threshold, else
-    ``pass_threshold``).
+    ``pass_threshold``), each with its 95% interval over prompts, pass@k for each k in ``pass_at``, maj@n for
+    a reward that extracts an answer (an ``answer_of`` method), and the per-prompt scores (for paired comparisons).
 
     With ``completion_ids`` the rewards get them as in training (length rewards count tokens), and the mean
     length counts them as TRL's ``completions/mean_length`` does; else lengths come from ``tokenizer``.
@@ -144,6 +154,7 @@ def score(
             "pass_rate": round(sum(s >= threshold for s in judged) / len(judged), 4) if judged else None,
             "judged": len(judged),
             "pass_threshold": threshold,
+            **_per_prompt_stats(fn, scores, flat_completions, [len(c) for c in completions], threshold, pass_at),
         }
     if completion_ids is not None:
         lengths = [len(ids) for ids in extra["completion_ids"]]
@@ -158,6 +169,20 @@ def score(
     return result
 
 
+def _per_prompt_stats(fn, scores: list, completions: list, sizes: list[int], threshold: float, pass_at: tuple) -> dict:
+    """Intervals, pass@k and maj@n of one reward's flat ``scores``, and the judged scores of each prompt."""
+    per_prompt, answers, start = [], [], 0
+    answer_of = getattr(getattr(fn, "fn", fn), "answer_of", None)  # a guarded reward keeps the original as .fn
+    for size in sizes:
+        chunk = range(start, start + size)
+        per_prompt.append([scores[i] for i in chunk if scores[i] is not None])
+        if answer_of is not None:
+            answers.append([answer_of(completions[i]) for i in chunk if scores[i] is not None])
+        start += size
+    stats = evalstats.summarize(per_prompt, threshold, list(pass_at), answers if answer_of is not None else None)
+    return {**stats, "per_prompt": per_prompt}
+
+
 def evaluate(model, tokenizer, rows: list[dict], reward_funcs: list, s: Settings, *, chat: bool) -> dict:
     """Sample ``s.samples`` completions per row (under bf16 autocast when ``s.bf16``) and score them with the rewards."""
     import torch
@@ -165,4 +190,31 @@ def evaluate(model, tokenizer, rows: list[dict], reward_funcs: list, s: Settings
     precision = torch.autocast(model.device.type, dtype=torch.bfloat16) if s.bf16 else contextlib.nullcontext()
     with precision:
         completions, ids = sample(model, tokenizer, [r["prompt"] for r in rows], s)
-    return score(rows, completions, reward_funcs, chat=chat, pass_threshold=s.pass_threshold, completion_ids=ids)
+    result = score(
+        rows, completions, reward_funcs, chat=chat, pass_threshold=s.pass_threshold, completion_ids=ids, pass_at=s.pass_at
+    )
+    result["settings"] = s.key()
+    return result
+
+
+def change(before: dict | None, after: dict | None) -> dict:
+    """Per reward scored on both sides: the pass rate of ``after`` minus that of ``before``, paired by prompt
+    (both sampled the same prompts with the same seeds), with its 95% interval and a one-line verdict. Empty
+    when either side is missing or the two evals did not score the same prompts."""
+    if not before or not after or before.get("prompts") != after.get("prompts"):
+        return {}
+    out = {}
+    for name, b in before["rewards"].items():
+        a = after["rewards"].get(name)
+        if a is None or "per_prompt" not in b or "per_prompt" not in a:
+            continue
+        rates = [
+            [sum(x >= side["pass_threshold"] for x in scores) / len(scores) if scores else None for scores in side["per_prompt"]]
+            for side in (b, a)
+        ]
+        weights = [(len(x) + len(y)) / 2 for x, y in zip(b["per_prompt"], a["per_prompt"], strict=True)]
+        diff = evalstats.paired(rates[0], rates[1], weights)
+        if diff is not None and diff.low is not None:
+            diff = evalstats.Estimate(diff.value, max(-1.0, diff.low), min(1.0, diff.high))
+        out[name] = {"difference": diff.as_dict() if diff else None, "verdict": evalstats.verdict(diff)}
+    return out

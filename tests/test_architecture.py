@@ -13,7 +13,7 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "grpo_ext"
 
 LAYERS: dict[int, list[str]] = {
-    1: ["errors", "base", "console", "catalog", "shapes", "batch_rules", "tiny"],  # standard library (and yaml) only
+    1: ["errors", "base", "console", "catalog", "shapes", "batch_rules", "tiny", "evalstats"],  # standard library (and yaml) only
     2: ["compat", "adapters", "model_source", "generators", "datafiles", "trackers", "rewards"],  # settings checks, rewards
     3: ["recipe"],  # schema, load, overrides, validate
     4: ["hardware", "launch", "models", "data", "trainer", "scoring", "rundir", "progress", "report", "plots"],  # run parts

@@ -64,4 +64,7 @@ def test_tiny_sweep(tiny_model, digit_doc, tmp_path):
     assert [line for line in lines if "2 steps" in line and line.startswith("seed ")] == [
         line for line in lines if line.startswith("seed ") and " two " in line
     ]
+    # a 95% interval over the 2 seeds for the share solved; the candidate compared seed by seed
+    assert any(line.startswith("shipped ") and "solved 2/2 seeds [" in line for line in lines)
+    assert any(line.startswith("two vs shipped, mean pass rate on the same seeds: ") for line in lines)
     assert lines[-1].startswith("ratio two/shipped: seeds solved 1.00, wall ")

@@ -63,8 +63,12 @@ def test_eval_side_by_side(run_dirs, tiny_model, digit_doc, write_recipe, tmp_pa
     lines = out.splitlines()
     assert lines[0] == ("eval: 3 held-out eval prompts x 2 samples, temperature 1.0, a sample passes when it scores at least 1.0")
     assert all(m in lines[1] for m in models)
-    assert lines[3].split()[0] == "digit_exact" and len(lines[3].split()) == 1 + 2 * len(models)
-    assert lines[5].startswith("mean length (tokens)")
+    # per model: mean ±half-width, pass rate [low, high]; then pass@2 (k = samples), the other reward, lengths
+    assert lines[3].split()[0] == "digit_exact" and len(lines[3].split()) == 1 + 5 * len(models)
+    assert lines[4].split()[0] == "pass@2" and lines[6].split()[0] == "pass@2"
+    assert lines[7].startswith("mean length (tokens)")
+    # each model against the first, paired by prompt: the run with the same weights draws the very same samples
+    assert f"{models[1]} vs {models[0]}, pass rate of digit_exact: no detectable difference: +0.00 [+0.00, +0.00]" in lines
     assert "samples (2 per model for the first 3 prompts):" in out
     evals = [
         line.removeprefix("grpo_ext: eval ").split(": ")[0] for line in err.splitlines() if line.startswith("grpo_ext: eval ")

@@ -156,6 +156,19 @@ class MathAccuracy:
             )
         return [self.score(completion_text(c), gold) for c, gold in zip(completions, kwargs[self.answer_column], strict=True)]
 
+    def answer_of(self, completion) -> str | None:
+        """The final answer of a completion, numbers in one form (``0.50`` and ``1/2`` are one answer), for
+        majority voting; None when it has none.
+
+        >>> MathAccuracy().answer_of("so 2/4 of it: \\boxed{0.50}"), MathAccuracy().answer_of("no idea")
+        ('1/2', None)
+        """
+        found = final_answer(completion_text(completion), self.max_answer_chars)
+        if found is None:
+            return None
+        number = plain_number(found[1])
+        return str(number) if number is not None else _squash(found[1])
+
     def score(self, text: str, gold_value) -> float | None:
         gold = reference_answer(gold_value)
         if gold is None:

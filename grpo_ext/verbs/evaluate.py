@@ -95,7 +95,19 @@ def compare(recipe: Recipe, refs: list[str], log) -> dict:
         )
         del model
         gc.collect()
+    first, *others = result["models"]
+    result["comparisons"] = {ref: scoring.change(result["models"][first], result["models"][ref]) for ref in others}
     return result
+
+
+def comparison_lines(result: dict) -> list[str]:
+    """Each model against the first, paired by prompt: one verdict line per reward."""
+    first = next(iter(result["models"]))
+    return [
+        line
+        for ref, changes in result.get("comparisons", {}).items()
+        for line in report.change_lines(changes, f"{ref} vs {first}")
+    ]
 
 
 def headline(result: dict) -> str:
@@ -133,6 +145,8 @@ def markdown(result: dict) -> str:
         "",
     ]
     lines += report.score_markdown(result["models"])
+    lines += ["", report.INTERVALS_NOTE.replace("after vs before", "of each model against the first")]
+    lines += [f"- {line}" for line in comparison_lines(result)]
     lines += ["", "## Models", ""] + [f"- `{label}`: {result['models'][label]['model']}" for label in labels]
     lines += ["", "## Sample completions", ""] + report.samples_markdown(result["models"])
     return "\n".join(lines).rstrip() + "\n"
@@ -173,7 +187,7 @@ def evaluate_models(
     console.quiet_third_parties(verbose)
     result = compare(recipe, list(dict.fromkeys(refs)), log)
     print(f"eval: {headline(result)}")
-    print("\n".join(report.score_table(result["models"]) + [""] + sample_lines(result)))
+    print("\n".join(report.score_table(result["models"]) + comparison_lines(result) + [""] + sample_lines(result)))
     as_json, as_md = write(result, dest)
     log(f"wrote {as_json} and {as_md}")
     return result

@@ -324,8 +324,11 @@ def finish(r: Run) -> None:
     r.tokenizer.save_pretrained(str(r.dir / "final"))
     report.name_base_model(r.dir, r.summary["model"], r.summary["recipe"])
     r.summary["status"] = "completed"
+    r.summary["eval_change"] = scoring.change(r.summary["eval_before"], r.summary["eval_after"])
     report.finish(r.dir, r.summary, r.log)
     for line in report.score_table({"before": r.summary["eval_before"], "after": r.summary["eval_after"]}):
+        print(line)
+    for line in report.change_lines(r.summary["eval_change"], "after vs before"):
         print(line)
     r.log(f"done in {r.summary['train_seconds']} s of training; run directory {r.dir}")
 

@@ -16,7 +16,20 @@ LAYERS: dict[int, list[str]] = {
     1: ["errors", "base", "console", "catalog", "batch_rules", "tiny"],  # standard library (and yaml) only
     2: ["compat", "adapters", "model_source", "generators", "trackers", "rewards"],  # settings checks, reward registry
     3: ["recipe"],  # schema, load, overrides, validate
-    4: ["hardware", "launch", "models", "data", "trainer", "scoring", "rundir", "progress", "report", "plots"],  # run parts
+    4: [
+        "hardware",
+        "launch",
+        "models",
+        "data",
+        "trainer",
+        "scoring",
+        "rundir",
+        "progress",
+        "report",
+        "plots",
+        "health",
+        "preflight",
+    ],  # run parts
     5: ["verbs"],  # train, evaluate, merge, plan: one function each
     6: ["cli", "train", "__main__", "__init__"],  # the front door: one parser; `python -m grpo_ext.train` a shim
 }

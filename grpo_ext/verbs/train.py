@@ -7,7 +7,7 @@
 GRPO (Group Relative Policy Optimization) samples a group of completions per prompt, scores each with
 the recipe's reward functions, and pushes the policy towards the completions that beat their group's
 mean; there is no value network. TRL's GRPOTrainer does the work. A run goes through four phases, each
-a function below: build (GRPOConfig, model, data, trainer), eval before, train, finish (eval after,
+a function below: build (GRPOConfig, model, data, trainer), reward pre-flight and eval before, train, finish (eval after,
 final weights, report).
 """
 
@@ -269,7 +269,7 @@ def evaluate(r: Run, label: str) -> dict | None:
 
 
 def check_rewards(r: Run) -> None:
-    """Phase 2b, the reward pre-flight (``health.preflight``): score the base model's samples on a few training
+    """Phase 2a, the reward pre-flight (``health.preflight``): score the base model's samples on a few training
     prompts before step 1; a warning is printed, or with ``fail`` stops the run."""
     cfg = r.recipe["health"]
     if cfg["preflight"] == "off" or not r.is_main or r.prepared.resume_from:
@@ -353,8 +353,8 @@ def run(recipe: Recipe, prepared: rundir.Prepared, verbose: bool = False, callba
     console.quiet_third_parties(verbose)
     r = build(recipe, prepared, callbacks)
     try:
-        r.summary["eval_before"] = (prepared.previous or {}).get("eval_before") or evaluate(r, "before")
         check_rewards(r)
+        r.summary["eval_before"] = (prepared.previous or {}).get("eval_before") or evaluate(r, "before")
         optimize(r)
     except KeyboardInterrupt:
         _stopped(r, "interrupted")

@@ -14,6 +14,7 @@ From Python::
     summary = grpo_ext.train(recipe)                                      # the run's summary.json, as a dict
     grpo_ext.evaluate(recipe, ["runs/digit"])                            # score models on the eval prompts
     grpo_ext.merge("runs/digit-lora")                                     # fold a LoRA adapter into its base
+    lines, healthy = grpo_ext.doctor("runs/digit")                        # a run's health findings and remedies
 
 Importing this package is cheap: torch, transformers and trl are imported only when a run needs them.
 """
@@ -21,10 +22,11 @@ Importing this package is cheap: torch, transformers and trl are imported only w
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import Recipe
 from grpo_ext.recipe import load as load_recipe
+from grpo_ext.verbs.doctor import diagnose as doctor
 from grpo_ext.verbs.evaluate import evaluate_models as evaluate
 from grpo_ext.verbs.merge import merge
 from grpo_ext.verbs.plan import plan
 from grpo_ext.verbs.train import dry_run, train
 
 __version__ = "0.1.0"
-__all__ = ["Recipe", "RecipeError", "RunError", "dry_run", "evaluate", "load_recipe", "merge", "plan", "train"]
+__all__ = ["Recipe", "RecipeError", "RunError", "doctor", "dry_run", "evaluate", "load_recipe", "merge", "plan", "train"]

@@ -84,7 +84,10 @@ SCHEMA: dict[str, dict[str, Spec]] = {
     },
     "health": {  # training health (grpo_ext/health.py); thresholds calibrated on recipes/digit.yaml, see README
         "preflight": Spec(
-            ("str",), "warn", ("warn", "fail", "off"), doc="score the base model's samples before step 1; fail: stop on a verdict"
+            ("str", "bool"),
+            "warn",
+            ("warn", "fail", "off", False),
+            doc="score the base model's samples before step 1; fail: stop on a warning; off (YAML reads it as false): skip",
         ),
         "preflight_prompts": Spec(
             ("int",), 8, minimum=1, doc="training prompts sampled (num_generations each) by the pre-flight"

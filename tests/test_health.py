@@ -314,3 +314,39 @@ def test_tiny_run_stopped_by_preflight_and_by_watchdog(digit_doc, tiny_model, wr
     assert not healthy and printed == [
         line for line in lines if line.startswith("health: ")
     ]  # the doctor names what the run printed
+
+
+RECIPE_CASES = [
+    # the defaults: warn before step 1, warn during training
+    ([], None),
+    # every threshold is a recipe key; `off` reads as YAML false and means off
+    (["health.no_signal_steps=3", "health.on_problem=stop", "health.preflight=off"], None),
+    # a mode that does not exist
+    (["health.preflight=maybe"], "health.preflight: 'maybe' is not one of 'warn', 'fail', 'off', False"),
+    # a misspelt threshold, with a suggestion
+    (["health.no_signal_step=3"], "health.no_signal_step: unknown key; did you mean 'no_signal_steps'?"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "error"), RECIPE_CASES)
+def test_recipe_health_section(overrides, error):
+    from grpo_ext import RecipeError, load_recipe
+
+    if error is None:
+        recipe = load_recipe("digit", overrides)
+        assert set(recipe["health"]) == set(health.LIMITS) | {"preflight", "on_problem"}
+        return
+    with pytest.raises(RecipeError) as info:
+        load_recipe("digit", overrides)
+    assert any(error in line for line in info.value.lines())
+
+
+def test_curves_mark_warnings_only():
+    from grpo_ext import plots
+
+    records = [
+        {"step": 1, "reward": 0.1},
+        {"step": 2, "reward": 0.1, "health": [{"rule": "loss_zero", "severity": "note"}]},
+        {"step": 3, "reward": 0.1, "health": [{"rule": "no_signal", "severity": "warning"}]},
+    ]
+    assert plots.health_marks(records) == {3: ["no_signal"]}

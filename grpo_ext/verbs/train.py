@@ -272,7 +272,7 @@ def check_rewards(r: Run) -> None:
     """Phase 2a, the reward pre-flight (``health.preflight``): score the base model's samples on a few training
     prompts before step 1; a warning is printed, or with ``fail`` stops the run."""
     cfg = r.recipe["health"]
-    if cfg["preflight"] == "off" or not r.is_main or r.prepared.resume_from:
+    if cfg["preflight"] in ("off", False) or not r.is_main or r.prepared.resume_from:
         return
     rows = r.grpo.train_dataset.select(range(min(cfg["preflight_prompts"], len(r.grpo.train_dataset))))
     stats, findings, seconds = preflight.sample_and_score(

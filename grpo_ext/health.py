@@ -345,7 +345,7 @@ def markdown(summary_health: dict | None) -> list[str]:
             "| reward | mean | std | groups without spread | None | s/call |",
             "|---|---:|---:|---:|---:|---:|",
         ]
-        for name, r in [*pre["rewards"].items(), ("total (weighted)", pre["total"])]:
+        for name, r in [*pre["rewards"].items(), ("total (weighted)", {**pre["total"], "seconds_per_call": None})]:
             lines.append(
                 f"| {name} | {fmt(r['mean'])} | {fmt(r['std'])} | {r['zero_spread_groups']:.0%} | {r['none']} | "
                 f"{fmt(r['seconds_per_call'], 4)} |"

@@ -208,15 +208,15 @@ class Watchdog:
         window = self._last(n)
         if not window or not all("completions/clipped_ratio" in r for r in window) or any(self.solved(r) for r in window):
             return None
-        share = self.limits["clipped_share"]
-        if not all((_num(r, "completions/clipped_ratio") or 0) >= share for r in window):
+        cut = statistics.fmean(_num(r, "completions/clipped_ratio") or 0 for r in window)
+        if cut < self.limits["clipped_share"]:
             return None
         length = _num(window[-1], _length_key(window))
         return Finding(
             window[-1]["step"],
             "length_pinned",
-            f"{share:.0%} or more of the completions were cut at max_completion_length for {n} steps"
-            + (f" (mean length {length:.1f})" if length is not None else ""),
+            f"{cut:.0%} of the completions cut at max_completion_length over the last {n} steps"
+            + (f" (mean length now {length:.1f})" if length is not None else ""),
             "the model rarely ends its answer, so few groups show what stopping earns",
             "reward ending the answer (a stricter format reward, overlong_penalty), raise max_completion_length if "
             "answers need room, or train longer / try another seed",

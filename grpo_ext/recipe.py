@@ -103,11 +103,12 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "flat_reward": Spec(("float",), 0.05, minimum=0, doc="the reward's range over flat_steps below which it counts as flat"),
         "entropy_floor": Spec(("float",), 0.05, minimum=0, doc="mean token entropy (nats) below which exploration has collapsed"),
         "clipped_share": Spec(
-            ("float",), 0.9, minimum=0, doc="share of completions cut at max_completion_length that counts as pinned"
+            ("float",),
+            0.9,
+            minimum=0,
+            doc="mean share of completions cut at max_completion_length, over clipped_steps, that counts as pinned",
         ),
-        "clipped_steps": Spec(
-            ("int",), 8, minimum=1, doc="steps in a row pinned at the length limit before the watchdog says so"
-        ),
+        "clipped_steps": Spec(("int",), 8, minimum=1, doc="window (steps) over which the cut share is averaged"),
         "kl_max": Spec(("float",), 1.0, minimum=0, doc="median KL over flat_steps above which KL has blown up"),
         "kl_growth": Spec(
             ("float",), 4.0, minimum=1, doc="median KL over flat_steps growing by this factor counts as rising fast"

@@ -48,12 +48,17 @@ WATCHDOG_CASES = [
     ),
     # reward flat but entropy falling: the policy moves, silent
     (stream(8, frac_reward_zero_std=0.2, entropy=lambda s: 3.0 - 0.3 * s, **FAILING), []),
-    # completions cut at the length limit for 8 steps in a row
-    (stream(8, **{"completions/clipped_ratio": 1.0, "entropy": lambda s: 3 - 0.3 * s}, **FAILING), [("length_pinned", 8)]),
-    # cut for 7 steps, then most completions end: silent
+    # completions cut at the length limit, 0.875 and 1.0 in turn (mean 0.94 over 8 steps; recipes/digit.yaml seed 3)
     (
         stream(
-            10, **{"completions/clipped_ratio": lambda s: 1.0 if s <= 7 else 0.4, "entropy": lambda s: 3 - 0.2 * s}, **FAILING
+            8, **{"completions/clipped_ratio": lambda s: 1.0 if s % 2 else 0.875, "entropy": lambda s: 3 - 0.3 * s}, **FAILING
+        ),
+        [("length_pinned", 8)],
+    ),
+    # cut for 7 steps, then most completions end (mean 0.89 over 8 steps, then less): silent
+    (
+        stream(
+            10, **{"completions/clipped_ratio": lambda s: 1.0 if s <= 7 else 0.1, "entropy": lambda s: 3 - 0.2 * s}, **FAILING
         ),
         [],
     ),

@@ -15,6 +15,7 @@ From Python::
     grpo_ext.evaluate(recipe, ["runs/digit"])                            # score models on the eval prompts
     grpo_ext.evaluate_checkpoints(recipe, "runs/digit")                   # score every checkpoint of a run
     grpo_ext.merge("runs/digit-lora")                                     # fold a LoRA adapter into its base
+    lines, healthy = grpo_ext.doctor("runs/digit")                        # a run's health findings and remedies
 
 Importing this package is cheap: torch, transformers and trl are imported only when a run needs them.
 """
@@ -22,6 +23,7 @@ Importing this package is cheap: torch, transformers and trl are imported only w
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import Recipe
 from grpo_ext.recipe import load as load_recipe
+from grpo_ext.verbs.doctor import diagnose as doctor
 from grpo_ext.verbs.evaluate import evaluate_models as evaluate
 from grpo_ext.verbs.merge import merge
 from grpo_ext.verbs.plan import plan
@@ -33,6 +35,7 @@ __all__ = [
     "Recipe",
     "RecipeError",
     "RunError",
+    "doctor",
     "dry_run",
     "evaluate",
     "evaluate_checkpoints",

@@ -11,6 +11,8 @@
     grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg k=v]   score one completion
     grpo-ext merge RUN_DIR [--out DIR]                  fold a LoRA adapter into its base model
     grpo-ext plan RECIPE [key=value ...] [--gpu-memory 8GiB] [--gpus N --sharding zero3]   peak memory; what to change
+    grpo-ext doctor RUN_DIR                             a run's health: findings and remedies; exit 1 when not healthy
+    grpo-ext doctor --env [RECIPE]                      versions, devices and cache for a bug report; known-bad combinations
 
 Exit status, for every verb: 0 done; 2 bad input (one ``error:`` line per problem, nothing written);
 1 a failure while running; 130 interrupted.
@@ -28,7 +30,7 @@ from grpo_ext.base import first_line, suggest
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import load, parse_override
 from grpo_ext.rewards import registry
-from grpo_ext.verbs import evaluate, merge, plan, sweep, train
+from grpo_ext.verbs import doctor, evaluate, merge, plan, sweep, train
 
 
 def cmd_train(args) -> None:
@@ -180,6 +182,20 @@ def cmd_plan(args) -> int:
     return 1 if fits is False else 0
 
 
+def cmd_doctor(args) -> int:
+    """A run's health (exit 1 when not healthy), or with --env the facts a bug report needs (exit 1 on a known-bad mix)."""
+    if args.env:
+        facts, problems = doctor.environment(load(args.target)["training"] if args.target else None)
+        for line in facts + [f"problem: {p}" for p in problems]:
+            print(line)
+        return 1 if problems else 0
+    if not args.target:
+        raise RecipeError("doctor: give a run directory (grpo-ext doctor runs/digit), or --env")
+    lines, healthy = doctor.diagnose(args.target)
+    print("\n".join(lines))
+    return 0 if healthy else 1
+
+
 def _recipe_args(p: argparse.ArgumentParser, overrides_help: str = "section.key=value overrides, e.g. training.max_steps=5"):
     p.add_argument("recipe", help="recipe file, or a shipped recipe's name (see `grpo-ext ls`)")
     p.add_argument("overrides", nargs="*", help=overrides_help)
@@ -258,6 +274,11 @@ def parser() -> argparse.ArgumentParser:
     pl.add_argument("--gpus", type=int, default=1, help="processes (one per GPU) sharing the run (default 1)")
     pl.add_argument("--sharding", default="ddp", help="ddp (default), zero2, zero3 (DeepSpeed) or fsdp: what the processes split")
     pl.set_defaults(fn=cmd_plan)
+
+    dr = sub.add_parser("doctor", help="diagnose a run directory (exit 1 when not healthy); --env: facts for a bug report")
+    dr.add_argument("target", nargs="?", help="a run directory; with --env, optionally a recipe whose settings to check too")
+    dr.add_argument("--env", action="store_true", help="versions, devices, cache; known-bad combinations")
+    dr.set_defaults(fn=cmd_doctor)
     return p
 
 

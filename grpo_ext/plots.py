@@ -3,7 +3,8 @@
 Six panels against the optimizer step: the weighted reward (with its spread across the batch), each
 reward function's mean, KL to the reference model, completion length, policy entropy, and the two
 clipping rates (completions cut at ``max_completion_length``; policy ratios clipped by the PPO-style
-objective). A metric the installed TRL does not log (KL with ``beta: 0``, for example) gets a panel
+objective). A step where the health watchdog raised a warning is marked by a red dashed line in every
+panel. A metric the installed TRL does not log (KL with ``beta: 0``, for example) gets a panel
 that says so instead of an empty plot.
 """
 
@@ -28,6 +29,16 @@ def reward_function_keys(records: list[dict]) -> dict[str, str]:
             if match and not key.endswith("/std"):
                 found.setdefault(match["name"], key)
     return found
+
+
+def health_marks(records: list[dict]) -> dict[int, list[str]]:
+    """Step → the rules of the health warnings raised there (the ``health`` entries the watchdog adds to a record)."""
+    marks: dict[int, list[str]] = {}
+    for record in records:
+        rules = [f["rule"] for f in record.get("health") or [] if isinstance(f, dict) and f.get("severity") == "warning"]
+        if rules:
+            marks.setdefault(record["step"], []).extend(rules)
+    return marks
 
 
 def _first_key(records: list[dict], *candidates: str) -> str | None:
@@ -129,9 +140,17 @@ def figure(records: list[dict], title: str = "", beta: float | None = None):
 
     steps = [r["step"] for r in records]
     pad = max(0.5, (max(steps) - min(steps)) * 0.03) if steps else 0.5
+    marks = health_marks(records)
     for ax in axes:
         if steps:
             ax.set_xlim(min(steps) - pad, max(steps) + pad)
+        for step, rules in marks.items():
+            if ax.axison:
+                ax.axvline(step, color="red", linestyle="--", alpha=0.6, linewidth=1)
+                if ax is axes[0]:
+                    ax.text(
+                        step, 1.0, " " + ", ".join(rules), color="red", fontsize=7, va="top", transform=ax.get_xaxis_transform()
+                    )
         ax.set_xlabel("step")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
         ax.ticklabel_format(axis="y", useOffset=False)

@@ -73,10 +73,11 @@ class MetricsLog:
     """A transformers TrainerCallback (built lazily so this module imports without transformers).
 
     Appends each training log to ``metrics.jsonl`` (main process only) and shows progress: a bar
-    when stderr is a terminal, else one line per step. ``live`` forces either.
+    when stderr is a terminal, else one line per step. ``live`` forces either. ``watch(record, control)``,
+    when given, sees each record first; what it returns is kept in the record under ``health``.
     """
 
-    def __new__(cls, path: Path, is_main: bool, log=print, live: bool | None = None, console=None):
+    def __new__(cls, path: Path, is_main: bool, log=print, live: bool | None = None, console=None, watch=None):
         from transformers import TrainerCallback
 
         class _Callback(TrainerCallback):
@@ -94,6 +95,9 @@ class MetricsLog:
                 if not logs or "reward" not in logs:
                     return
                 record = {"step": state.global_step, **{k: _num(v) for k, v in logs.items()}}
+                found = watch(record, control) if watch is not None else None  # every process, so all stop alike
+                if found:
+                    record["health"] = found
                 self.rewards.append((state.global_step, record["reward"]))
                 if not self.is_main:
                     return

@@ -99,6 +99,44 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "batch_size": Spec(("int",), 64, minimum=1, doc="sequences generated at once"),
         "pass_at": Spec(("list", "null"), None, doc="k values for pass@k, each from 1 to samples; null: 1 and samples"),
     },
+    "health": {  # training health (grpo_ext/health.py); thresholds calibrated on recipes/digit.yaml, see README
+        "preflight": Spec(
+            ("str", "bool"),
+            "warn",
+            ("warn", "fail", "off", False),
+            doc="score the base model's samples before step 1; fail: stop on a warning; off (YAML reads it as false): skip",
+        ),
+        "preflight_prompts": Spec(
+            ("int",), 8, minimum=1, doc="training prompts sampled (num_generations each) by the pre-flight"
+        ),
+        "on_problem": Spec(
+            ("str",), "warn", ("warn", "stop"), doc="a watchdog finding: warn, or stop (checkpoint saved, exit 1)"
+        ),
+        "zero_std_share": Spec(
+            ("float",), 0.9, minimum=0, doc="share of groups with zero reward spread that counts as no signal"
+        ),
+        "no_signal_steps": Spec(("int",), 6, minimum=1, doc="steps in a row without signal before the watchdog says so"),
+        "flat_steps": Spec(("int",), 8, minimum=2, doc="window (steps) for a flat reward and for KL growth"),
+        "flat_reward": Spec(("float",), 0.05, minimum=0, doc="the reward's range over flat_steps below which it counts as flat"),
+        "entropy_floor": Spec(("float",), 0.05, minimum=0, doc="mean token entropy (nats) below which exploration has collapsed"),
+        "clipped_share": Spec(
+            ("float",),
+            0.9,
+            minimum=0,
+            doc="mean share of completions cut at max_completion_length, over clipped_steps, that counts as pinned",
+        ),
+        "clipped_steps": Spec(("int",), 8, minimum=1, doc="window (steps) over which the cut share is averaged"),
+        "kl_max": Spec(("float",), 1.0, minimum=0, doc="median KL over flat_steps above which KL has blown up"),
+        "kl_growth": Spec(
+            ("float",), 4.0, minimum=1, doc="median KL over flat_steps growing by this factor counts as rising fast"
+        ),
+        "length_growth": Spec(
+            ("float",), 2.0, minimum=1, doc="mean completion length growing by this factor while the reward rises"
+        ),
+        "scale_ratio": Spec(
+            ("float",), 10.0, minimum=1, doc="rewards whose spreads differ by this factor are on different scales"
+        ),
+    },
     "reward": {
         "name": Spec(("str",), required=True, doc="registry name, module:function, file.py:function or entry point"),
         "weight": Spec(("float",), 1.0, doc="weight in the summed reward (TRL reward_weights)"),
@@ -119,6 +157,7 @@ TOP_LEVEL: dict[str, Spec] = {
     "rewards": Spec(("list",), required=True),
     "training": Spec(("dict",), {}),
     "eval": Spec(("dict",), {}),
+    "health": Spec(("dict",), {}),
     "output_dir": Spec(("str",), required=True),
     "seed": Spec(("int",), 0),
     "resume": Spec(("bool", "str"), False, (False, True, "auto")),
@@ -162,6 +201,7 @@ class Recipe:
 # Keys a resumed run may change without changing what the run means: how it is evaluated, logged and saved.
 RESUME_MAY_CHANGE = (
     "eval",
+    "health",
     "resume",
     "output_dir",
     "training.logging_steps",
@@ -509,7 +549,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     def section(name: str) -> dict | None:  # a section that failed its own check (or is missing) is skipped below
         return _check_section(top[name], SCHEMA[name], name, problems) if name in top else None
 
-    model, data, evaluation = section("model"), section("data"), section("eval")
+    model, data, evaluation, health = section("model"), section("data"), section("eval"), section("health")
     entries = _check_rewards(top["rewards"], problems) if "rewards" in top else []
     training = dict(top["training"]) if "training" in top else None
     columns = {}
@@ -531,7 +571,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
             problems.extend(missing_columns(built, cols, f"the {stage} rows ({named})"))
     if problems:
         raise RecipeError(problems, source)
-    checked = {"model": model, "data": data, "rewards": entries, "training": training, "eval": evaluation}
+    checked = {"model": model, "data": data, "rewards": entries, "training": training, "eval": evaluation, "health": health}
     checked.update((key, top[key]) for key in ("output_dir", "seed", "resume"))
     return Recipe(data=checked, path=path, base_dir=base_dir, given=doc, reward_funcs=built)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import yaml
 
-from grpo_ext import compat, hardware, plots, rundir
+from grpo_ext import compat, hardware, health, plots, rundir
 from grpo_ext.base import fmt, write_atomic
 
 
@@ -223,6 +223,7 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
         lines += [f"- {line}" for line in change_lines(summary.get("eval_change"), "After vs before")]
     else:
         lines.append("No eval ran (no `data.eval_prompts`, or `eval.enabled: false`).")
+    lines += health.markdown(summary.get("health"))
     lines += ["", "## Training curves", ""]
     lines.append(
         "![reward, each reward function, KL, completion length, entropy and clipped ratios against step](curves.png)"

@@ -116,6 +116,23 @@ def sample(model, tokenizer, prompts: list, s: Settings) -> tuple[list[list[str]
     return out, out_ids
 
 
+def reward_inputs(
+    rows: list[dict], completions: list[list[str]], *, chat: bool, completion_ids: list[list[list[int]]] | None = None
+) -> tuple[list, list, dict]:
+    """(prompts, completions, keyword columns) as TRL hands them to a reward: one entry per sample, flattened."""
+    flat_prompts, flat_completions, extra = [], [], {}
+    if completion_ids is not None:
+        extra["completion_ids"] = [ids for per_prompt in completion_ids for ids in per_prompt]
+    for row, comps in zip(rows, completions, strict=True):
+        for text in comps:
+            flat_prompts.append(row["prompt"])
+            flat_completions.append([{"role": "assistant", "content": text}] if chat else text)
+            for key, value in row.items():
+                if key != "prompt":
+                    extra.setdefault(key, []).append(value)
+    return flat_prompts, flat_completions, extra
+
+
 def score(
     rows: list[dict],
     completions: list[list[str]],
@@ -134,16 +151,7 @@ def score(
     With ``completion_ids`` the rewards get them as in training (length rewards count tokens), and the mean
     length counts them as TRL's ``completions/mean_length`` does; else lengths come from ``tokenizer``.
     """
-    flat_prompts, flat_completions, extra = [], [], {}
-    if completion_ids is not None:
-        extra["completion_ids"] = [ids for per_prompt in completion_ids for ids in per_prompt]
-    for row, comps in zip(rows, completions, strict=True):
-        for text in comps:
-            flat_prompts.append(row["prompt"])
-            flat_completions.append([{"role": "assistant", "content": text}] if chat else text)
-            for key, value in row.items():
-                if key != "prompt":
-                    extra.setdefault(key, []).append(value)
+    flat_prompts, flat_completions, extra = reward_inputs(rows, completions, chat=chat, completion_ids=completion_ids)
     result = {"rewards": {}, "prompts": len(rows), "samples": len(flat_completions)}
     for fn in reward_funcs:
         threshold = pass_threshold if getattr(fn, "pass_threshold", None) is None else fn.pass_threshold
@@ -183,12 +191,16 @@ def _per_prompt_stats(fn, scores: list, completions: list, sizes: list[int], thr
     return {**stats, "per_prompt": per_prompt}
 
 
-def evaluate(model, tokenizer, rows: list[dict], reward_funcs: list, s: Settings, *, chat: bool) -> dict:
-    """Sample ``s.samples`` completions per row (under bf16 autocast when ``s.bf16``) and score them with the rewards."""
+def precision(model, s: Settings):
+    """The arithmetic samples are drawn under: bf16 autocast when ``s.bf16`` (as training), else as loaded."""
     import torch
 
-    precision = torch.autocast(model.device.type, dtype=torch.bfloat16) if s.bf16 else contextlib.nullcontext()
-    with precision:
+    return torch.autocast(model.device.type, dtype=torch.bfloat16) if s.bf16 else contextlib.nullcontext()
+
+
+def evaluate(model, tokenizer, rows: list[dict], reward_funcs: list, s: Settings, *, chat: bool) -> dict:
+    """Sample ``s.samples`` completions per row (under bf16 autocast when ``s.bf16``) and score them with the rewards."""
+    with precision(model, s):
         completions, ids = sample(model, tokenizer, [r["prompt"] for r in rows], s)
     result = score(
         rows, completions, reward_funcs, chat=chat, pass_threshold=s.pass_threshold, completion_ids=ids, pass_at=s.pass_at

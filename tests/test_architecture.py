@@ -16,7 +16,20 @@ LAYERS: dict[int, list[str]] = {
     1: ["errors", "base", "console", "catalog", "shapes", "batch_rules", "tiny", "evalstats"],  # standard library (and yaml) only
     2: ["compat", "adapters", "model_source", "generators", "datafiles", "trackers", "rewards"],  # settings checks, rewards
     3: ["recipe"],  # schema, load, overrides, validate
-    4: ["hardware", "launch", "models", "data", "trainer", "scoring", "rundir", "progress", "report", "plots"],  # run parts
+    4: [
+        "hardware",
+        "launch",
+        "models",
+        "data",
+        "trainer",
+        "scoring",
+        "rundir",
+        "progress",
+        "report",
+        "plots",
+        "health",
+        "preflight",
+    ],  # run parts
     5: ["verbs"],  # train, evaluate, merge, plan: one function each
     6: ["cli", "train", "__main__", "__init__"],  # the front door: one parser; `python -m grpo_ext.train` a shim
 }

@@ -7,7 +7,7 @@
 GRPO (Group Relative Policy Optimization) samples a group of completions per prompt, scores each with
 the recipe's reward functions, and pushes the policy towards the completions that beat their group's
 mean; there is no value network. TRL's GRPOTrainer does the work. A run goes through four phases, each
-a function below: build (GRPOConfig, model, data, trainer), eval before, train, finish (eval after,
+a function below: build (GRPOConfig, model, data, trainer), reward pre-flight and eval before, train, finish (eval after,
 final weights, report).
 """
 
@@ -25,9 +25,11 @@ from grpo_ext import (
     data,
     generators,
     hardware,
+    health,
     launch,
     model_source,
     models,
+    preflight,
     progress,
     report,
     rundir,
@@ -189,6 +191,7 @@ class Run:
     is_main: bool
     log: object
     started: float | None = None  # when the training loop began (time.monotonic)
+    watchdog: health.Watchdog | None = None
 
     @property
     def dir(self) -> Path:
@@ -252,7 +255,9 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     model, tokenizer, described = models.load(recipe["model"], recipe.base_dir, log)
     log(f"training: {adapters.describe(recipe['model'])}")
     chat, train_set, eval_rows = _datasets(recipe, rows, tokenizer, args, log)
-    metrics = progress.MetricsLog(prepared.path / "metrics.jsonl", is_main, log)
+    watchdog = health.Watchdog(recipe["health"], health.pass_marks(recipe.reward_funcs), recipe["eval"]["pass_threshold"])
+    watch = watchdog.hook(log, stop=recipe["health"]["on_problem"] == "stop")
+    metrics = progress.MetricsLog(prepared.path / "metrics.jsonl", is_main, log, watch=watch)
     own = [guard.error_counter(recipe.reward_funcs), metrics, rundir.marker_callback(is_main, keep)]
     grpo = trainer.make_trainer(
         model=model,
@@ -275,7 +280,7 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         write_atomic(prepared.path / "recipe.yaml", recipe.to_yaml())
         report.write_summary(prepared.path, summary)
     settings = scoring.settings(recipe, bf16=args.bf16)
-    return Run(recipe, prepared, grpo, tokenizer, chat, eval_rows, settings, metrics, summary, is_main, log)
+    return Run(recipe, prepared, grpo, tokenizer, chat, eval_rows, settings, metrics, summary, is_main, log, watchdog=watchdog)
 
 
 def evaluate(r: Run, label: str) -> dict | None:
@@ -290,6 +295,33 @@ def evaluate(r: Run, label: str) -> dict | None:
     return result
 
 
+def check_rewards(r: Run) -> None:
+    """Phase 2a, the reward pre-flight (``health.preflight``): score the base model's samples on a few training
+    prompts before step 1; a warning is printed, or with ``fail`` stops the run."""
+    cfg = r.recipe["health"]
+    if cfg["preflight"] in ("off", False) or not r.is_main or r.prepared.resume_from:
+        return
+    rows = r.grpo.train_dataset.select(range(min(cfg["preflight_prompts"], len(r.grpo.train_dataset))))
+    stats, findings, seconds = preflight.sample_and_score(
+        r.grpo.model,
+        r.tokenizer,
+        list(rows),
+        r.recipe.reward_funcs,
+        r.recipe.weights,
+        r.recipe["training"],
+        r.eval_settings,
+        chat=r.chat,
+        limits=cfg,
+    )
+    r.log(f"pre-flight ({stats['total']['samples']} samples, {seconds} s): {preflight.describe(stats)}")
+    for finding in findings:
+        r.log(finding.line())
+    r.summary["health"] = {"preflight": {**stats, "seconds": seconds, "findings": [f.to_dict() for f in findings]}}
+    warning = next((f for f in findings if f.severity == "warning"), None)
+    if warning is not None and cfg["preflight"] == "fail":
+        raise health.Unhealthy(f"{warning.line()} (health.preflight: fail)")
+
+
 def optimize(r: Run) -> None:
     """Phase 3: TRL's training loop, from the last complete checkpoint when resuming."""
     args, resume_from = r.grpo.args, r.prepared.resume_from
@@ -302,10 +334,13 @@ def optimize(r: Run) -> None:
     r.started = time.monotonic()
     r.grpo.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     _record_progress(r)
+    if r.watchdog.stopped_by is not None:
+        raise health.Unhealthy(f"{r.watchdog.stopped_by.line()} (health.on_problem: stop; checkpoint saved)")
 
 
 def _record_progress(r: Run) -> None:
-    """Steps done, training time and the reward at the first and last step, so far (also after a stop)."""
+    """Steps done, training time, the reward at the first and last step, and health, so far (also after a stop)."""
+    r.summary["health"] = health.verdict(r.watchdog.findings, (r.summary.get("health") or {}).get("preflight"))
     if r.started is None:
         return
     r.summary["train_seconds"] = round(time.monotonic() - r.started, 1)
@@ -348,10 +383,14 @@ def run(recipe: Recipe, prepared: rundir.Prepared, verbose: bool = False, callba
     console.quiet_third_parties(verbose)
     r = build(recipe, prepared, callbacks)
     try:
+        check_rewards(r)
         r.summary["eval_before"] = (prepared.previous or {}).get("eval_before") or evaluate(r, "before")
         optimize(r)
     except KeyboardInterrupt:
         _stopped(r, "interrupted")
+        raise
+    except health.Unhealthy as exc:
+        _stopped(r, "stopped_unhealthy", str(exc))
         raise
     except (RunError, RecipeError) as exc:
         _stopped(r, "failed", f"{type(exc).__name__}: {exc}")

@@ -1,0 +1,359 @@
+"""Training health: a watchdog that reads the metrics TRL logs each step and names a run that trains without
+learning, with its likely cause and the remedy.
+
+The rules turn the troubleshooting table of the GRPO tutorial into checks (README, "Training health"):
+no learning signal (every completion of a group scored alike, so the group-relative advantage is zero),
+a flat reward, entropy collapse, KL rising fast (its median over a window, not the mean), completions
+pinned at ``max_completion_length``, a NaN or infinite loss or gradient, a reward that rises while the
+completions grow or while one reward saturates alone (possible reward hacking), and a note that a loss
+near 0 is normal. Each rule fires once per run. A metric the installed TRL does not log leaves its rule
+silent. Pure Python over ``metrics.jsonl`` records, so a run's watchdog and ``grpo-ext doctor`` agree.
+"""
+
+import math
+import statistics
+from dataclasses import asdict, dataclass
+
+from grpo_ext.base import fmt, plural
+from grpo_ext.errors import RunError
+from grpo_ext.plots import reward_function_keys
+from grpo_ext.recipe import SCHEMA
+
+LIMITS = {key: spec.default for key, spec in SCHEMA["health"].items() if isinstance(spec.default, (int, float))}
+
+
+class Unhealthy(RunError):
+    """A run stopped by its health checks (``health.preflight: fail`` or ``health.on_problem: stop``)."""
+
+
+def pass_marks(reward_funcs: list) -> dict[str, float]:
+    """Reward name → the score at which a sample passes it, for the rewards that set their own."""
+    return {fn.__name__: fn.pass_threshold for fn in reward_funcs if getattr(fn, "pass_threshold", None) is not None}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One symptom at one step: what is seen, the likely cause, and what to do about it."""
+
+    step: int
+    rule: str
+    symptom: str
+    cause: str
+    remedy: str
+    severity: str = "warning"  # warning: the run is not healthy; note: an explanation, nothing wrong
+
+    def line(self) -> str:
+        when = "before step 1" if self.step == 0 else f"at step {self.step}"
+        return f"health: {self.severity} {when}: {self.symptom}; likely cause: {self.cause}; remedy: {self.remedy}"
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _num(record: dict, key: str) -> float | None:
+    value = record.get(key)
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def _finite(values: list) -> bool:
+    return all(v is not None and math.isfinite(v) for v in values)
+
+
+def _zero_spread(record: dict) -> float | None:
+    """Share of groups whose rewards have no spread: TRL's ``frac_reward_zero_std``; a TRL that does not log it
+    logs ``reward_std`` (the mean spread of the groups), which is 0 only when every group is flat."""
+    share = _num(record, "frac_reward_zero_std")
+    if share is None and _num(record, "reward_std") is not None:
+        share = 1.0 if _num(record, "reward_std") == 0 else 0.0
+    return share
+
+
+def _length_key(records: list[dict]) -> str:
+    return "completions/mean_length" if any("completions/mean_length" in r for r in records) else "completion_length"
+
+
+def _clip_key(records: list[dict]) -> str:
+    return "clip_ratio/region_mean" if any("clip_ratio/region_mean" in r for r in records) else "clip_ratio"
+
+
+class Watchdog:
+    """Feed it each step's metrics record (``update``); it returns the findings that step raised, each once.
+
+    ``limits``: the recipe's ``health`` section (defaults in ``LIMITS``); ``pass_thresholds``: reward name →
+    the score at which a sample passes it, so that a batch where every reward is at its pass mark counts as
+    solved (all groups agree because all are right) rather than as a run without signal.
+    """
+
+    def __init__(self, limits: dict | None = None, pass_thresholds: dict[str, float] | None = None, default_pass: float = 1.0):
+        self.limits = {**LIMITS, **{k: v for k, v in (limits or {}).items() if k in LIMITS}}
+        self.pass_thresholds = pass_thresholds or {}
+        self.default_pass = default_pass
+        self.records: list[dict] = []
+        self.findings: list[Finding] = []
+        self.fired: set[str] = set()
+        self.stopped_by: Finding | None = None
+
+    def update(self, record: dict) -> list[Finding]:
+        self.records.append(record)
+        new = [f for f in self._check() if f.rule not in self.fired]
+        self.fired.update(f.rule for f in new)
+        self.findings += new
+        return new
+
+    def hook(self, log, stop: bool):
+        """``progress.MetricsLog``'s ``watch``: each finding printed once; with ``stop``, a warning stops training
+        after a checkpoint is saved (``stopped_by`` names it)."""
+
+        def watch(record: dict, control) -> list[dict]:
+            new = self.update(record)
+            for finding in new:
+                log(finding.line())
+            warning = next((f for f in new if f.severity == "warning"), None)
+            if stop and warning is not None and self.stopped_by is None:
+                self.stopped_by = warning
+                control.should_save = True
+                control.should_training_stop = True
+            return [f.to_dict() for f in new]
+
+        return watch
+
+    @property
+    def problems(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "warning"]
+
+    def solved(self, record: dict) -> bool:
+        """Every reward function's mean at or above its pass mark: the batch agrees because it is right."""
+        keys = reward_function_keys([record])
+        means = {name: _num(record, key) for name, key in keys.items()}
+        return bool(means) and all(
+            m is not None and m >= self.pass_thresholds.get(name, self.default_pass) for name, m in means.items()
+        )
+
+    def _last(self, n: int) -> list[dict] | None:
+        return self.records[-n:] if len(self.records) >= n else None
+
+    def _check(self) -> list[Finding]:
+        rules = (
+            self._nonfinite,
+            self._no_signal,
+            self._flat,
+            self._pinned,
+            self._entropy,
+            self._kl,
+            self._hacking,
+            self._loss_zero,
+        )
+        return [f for f in (rule() for rule in rules) if f is not None]
+
+    # The rules, each named after the Finding.rule it raises.
+
+    def _nonfinite(self) -> Finding | None:
+        record = self.records[-1]
+        bad = [k for k in ("loss", "grad_norm") if k in record and not _finite([_num(record, k)])]
+        if not bad:
+            return None
+        return Finding(
+            record["step"],
+            "nonfinite",
+            f"{' and '.join(bad)} is {record[bad[0]]}",
+            "a reward returned NaN, a group's reward std of 0 divided by, or log-probabilities overflowing (fp16)",
+            "check the rewards for NaN, prefer bf16 to fp16, lower learning_rate, keep max_grad_norm set",
+        )
+
+    def _no_signal(self) -> Finding | None:
+        k = self.limits["no_signal_steps"]
+        window = self._last(k)
+        shares = [_zero_spread(r) for r in window or []]
+        if not window or None in shares:
+            return None
+        share = self.limits["zero_std_share"]
+        if not all(z >= share and not self.solved(r) for z, r in zip(shares, window, strict=True)):
+            return None
+        return Finding(
+            window[-1]["step"],
+            "no_signal",
+            f"{share:.0%} or more of the groups had zero reward spread for {plural(k, 'step')} (frac_reward_zero_std), "
+            f"reward {_num(window[-1], 'reward') or 0:.3f}",
+            "every completion of a group scores the same, so the group-relative advantage and the gradient are zero",
+            "add a partial-credit reward, raise temperature or num_generations, or make the prompts easier",
+        )
+
+    def _flat(self) -> Finding | None:
+        n = self.limits["flat_steps"]
+        window = self._last(n)
+        if not window or any(self.solved(r) for r in window):
+            return None
+        rewards = [_num(r, "reward") for r in window]
+        if not _finite(rewards) or max(rewards) - min(rewards) >= self.limits["flat_reward"]:
+            return None
+        entropy = [_num(r, "entropy") for r in window]
+        kl = [_num(r, "kl") for r in window]
+        still = []
+        if _finite(entropy) and max(entropy) - min(entropy) < 0.1 * max(statistics.fmean(entropy), 1e-9):
+            still.append("entropy")
+        if _finite(kl) and max(kl) - min(kl) < max(0.1 * statistics.fmean(kl), 1e-4):
+            still.append("KL")
+        if not still:
+            return None
+        return Finding(
+            window[-1]["step"],
+            "reward_flat",
+            f"reward flat at {statistics.fmean(rewards):.3f} for {n} steps while {' and '.join(still)} stays flat",
+            "the policy is not moving: the reward gives too little signal to this model",
+            "change the reward (partial credit) or enlarge the group (num_generations)",
+        )
+
+    def _pinned(self) -> Finding | None:
+        n = self.limits["clipped_steps"]
+        window = self._last(n)
+        if not window or not all("completions/clipped_ratio" in r for r in window) or any(self.solved(r) for r in window):
+            return None
+        cut = statistics.fmean(_num(r, "completions/clipped_ratio") or 0 for r in window)
+        if cut < self.limits["clipped_share"]:
+            return None
+        length = _num(window[-1], _length_key(window))
+        return Finding(
+            window[-1]["step"],
+            "length_pinned",
+            f"{cut:.0%} of the completions cut at max_completion_length over the last {n} steps"
+            + (f" (mean length now {length:.1f})" if length is not None else ""),
+            "the model rarely ends its answer, so few groups show what stopping earns",
+            "reward ending the answer (a stricter format reward, overlong_penalty), raise max_completion_length if "
+            "answers need room, or train longer / try another seed",
+        )
+
+    def _entropy(self) -> Finding | None:
+        record = self.records[-1]
+        entropy = _num(record, "entropy")
+        if entropy is None or entropy >= self.limits["entropy_floor"] or self.solved(record):
+            return None
+        return Finding(
+            record["step"],
+            "entropy_collapse",
+            f"entropy {entropy:.3f} nats per token, below {self.limits['entropy_floor']} before the task is solved",
+            "the policy has stopped exploring (group too small, clipping too tight, or learning rate too high)",
+            "raise num_generations, widen epsilon (epsilon_high), raise temperature, or lower learning_rate",
+        )
+
+    def _kl(self) -> Finding | None:
+        n = self.limits["flat_steps"]
+        now = self._last(n)
+        if not now:
+            return None
+        kl = [_num(r, "kl") for r in now]
+        if not _finite(kl):
+            return None
+        median = statistics.median(kl)
+        before = self._last(2 * n)
+        earlier = statistics.median([_num(r, "kl") or 0 for r in before[:n]]) if before else None
+        growing = earlier is not None and median > max(self.limits["kl_growth"] * earlier, 0.05 * self.limits["kl_max"])
+        if median <= self.limits["kl_max"] and not growing:
+            return None
+        trend = f"from {earlier:.3g} " if growing else ""
+        return Finding(
+            now[-1]["step"],
+            "kl_rising",
+            f"KL median over {n} steps {trend}to {median:.3g}"
+            + (f" (above {self.limits['kl_max']})" if median > self.limits["kl_max"] else ""),
+            "beta too small or learning_rate too high: the policy runs away from the reference model",
+            "raise beta, lower learning_rate",
+        )
+
+    def _hacking(self) -> Finding | None:
+        n = self.limits["flat_steps"]
+        if len(self.records) < 2 * n:
+            return None
+        first, now = self.records[:n], self.records[-n:]
+        r0 = [_num(r, "reward") for r in first]
+        r1 = [_num(r, "reward") for r in now]
+        if not (_finite(r0) and _finite(r1)) or statistics.fmean(r1) <= statistics.fmean(r0) + self.limits["flat_reward"]:
+            return None
+        key = _length_key(self.records)
+        l0, l1 = [_num(r, key) for r in first], [_num(r, key) for r in now]
+        step = now[-1]["step"]
+        if _finite(l0) and _finite(l1) and statistics.fmean(l1) >= self.limits["length_growth"] * max(statistics.fmean(l0), 1.0):
+            return Finding(
+                step,
+                "reward_hacking",
+                f"reward rose while mean completion length grew from {statistics.fmean(l0):.0f} to {statistics.fmean(l1):.0f}",
+                "the reward pays for length or padding rather than the task (possible reward hacking)",
+                "read sample completions; fix the reward (add overlong_penalty), raise beta for a stronger KL",
+            )
+        keys = reward_function_keys(self.records)
+        if len(keys) < 2:
+            return None
+        mark = {name: self.pass_thresholds.get(name, self.default_pass) for name in keys}
+        alone = [name for name, k in keys.items() if all((_num(r, k) or -math.inf) >= mark[name] for r in now)]
+        still = [
+            name
+            for name, k in keys.items()
+            if name not in alone
+            and statistics.fmean([_num(r, k) or 0 for r in now])
+            <= statistics.fmean([_num(r, k) or 0 for r in first]) + self.limits["flat_reward"]
+        ]
+        if not alone or not still:
+            return None
+        return Finding(
+            step,
+            "reward_hacking",
+            f"{', '.join(alone)} saturated while {', '.join(still)} did not improve",
+            "the policy satisfies the easy (format) reward alone (possible reward hacking)",
+            "read sample completions; weight the task reward higher, make the format reward need the answer, raise beta",
+        )
+
+    def _loss_zero(self) -> Finding | None:
+        record = self.records[-1]
+        loss, zero_std = _num(record, "loss"), _num(record, "frac_reward_zero_std")
+        if loss is None or abs(loss) > 1e-6 or zero_std is None or zero_std >= 1.0:
+            return None
+        return Finding(
+            record["step"],
+            "loss_zero",
+            f"loss {loss:.2g}",
+            "normal in GRPO: advantages are centred within each group, so the loss sits near 0 while the gradient is not 0",
+            "nothing to fix; watch the reward, frac_reward_zero_std and grad_norm instead",
+            severity="note",
+        )
+
+
+def replay(records: list[dict], limits: dict | None = None, pass_thresholds: dict[str, float] | None = None) -> Watchdog:
+    """A watchdog fed a whole run's records, in order: what the live watchdog found, found again."""
+    dog = Watchdog(limits, pass_thresholds)
+    for record in records:
+        dog.update(record)
+    return dog
+
+
+def verdict(findings: list[Finding], preflight: dict | None = None) -> dict:
+    """summary.json's ``health``: the pre-flight, the watchdog's findings, and healthy or not (any warning)."""
+    warnings = [f for f in findings if f.severity == "warning"]
+    warnings += [f for f in (preflight or {}).get("findings", []) if f["severity"] == "warning"]
+    out = {"status": "unhealthy" if warnings else "healthy", "findings": [f.to_dict() for f in findings]}
+    return ({"preflight": preflight} if preflight else {}) | out
+
+
+def markdown(summary_health: dict | None) -> list[str]:
+    """report.md's Health section: the pre-flight per reward, then each finding with its remedy."""
+    if not summary_health:
+        return []
+    lines = ["", "## Health", "", f"**{summary_health.get('status', '?')}**", ""]
+    pre = summary_health.get("preflight")
+    if pre:
+        lines += [
+            f"Reward pre-flight on the base model before step 1 ({pre['total']['samples']} samples, {pre['seconds']} s):",
+            "",
+            "| reward | mean | std | groups without spread | None | s/call |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for name, r in [*pre["rewards"].items(), ("total (weighted)", {**pre["total"], "seconds_per_call": None})]:
+            lines.append(
+                f"| {name} | {fmt(r['mean'])} | {fmt(r['std'])} | {r['zero_spread_groups']:.0%} | {r['none']} | "
+                f"{fmt(r['seconds_per_call'], 4)} |"
+            )
+        lines.append("")
+    found = [*(pre or {}).get("findings", []), *summary_health.get("findings", [])]
+    if not found:
+        lines.append("No finding: every group had a reward spread when it needed one, and no rule fired.")
+    for f in found:
+        lines.append(f"- {Finding(**f).line().removeprefix('health: ')}")
+    return lines

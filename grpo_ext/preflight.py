@@ -1,0 +1,155 @@
+"""The reward pre-flight: before the first optimizer step, sample the base model on a few training prompts
+(``num_generations`` completions each, as training will), score them with every reward, and say in plain
+words when GRPO would get no gradient from them.
+
+Per reward: mean, spread, the share of groups whose completions all scored alike (such a group has a zero
+advantage and contributes no gradient), None and NaN counts, and seconds per call. The verdicts: the summed
+reward gives no group a spread (a warning: step 1 would learn nothing); one reward alone is constant or has
+no spread while others carry the signal (a note); a reward that returns None or NaN for every sample; rewards
+on very different scales. ``verdicts`` is pure Python; ``run`` samples with ``scoring``'s machinery.
+"""
+
+import dataclasses
+import math
+import statistics
+import time
+
+from grpo_ext import compat, scoring
+from grpo_ext.base import fmt
+from grpo_ext.health import LIMITS, Finding
+
+PARTIAL_CREDIT = {"digit_exact": "digit_shaped"}  # a strict reward → the built-in partial-credit reward for its task
+
+
+def _judged(score) -> bool:
+    return score is not None and not (isinstance(score, float) and math.isnan(score))
+
+
+def _spread(group: list[float]) -> float:
+    return max(group) - min(group) if group else 0.0
+
+
+def reward_stats(scores: list, group: int, seconds: float) -> dict:
+    """Statistics of one reward's scores, in groups of ``group`` completions per prompt."""
+    judged = [s for s in scores if _judged(s)]
+    groups = [[s for s in scores[i : i + group] if _judged(s)] for i in range(0, len(scores), group)]
+    flat = sum(1 for g in groups if len(g) < 2 or _spread(g) == 0)
+    return {
+        "samples": len(scores),
+        "mean": round(statistics.fmean(judged), 4) if judged else None,
+        "std": round(statistics.pstdev(judged), 4) if judged else None,
+        "min": min(judged) if judged else None,
+        "max": max(judged) if judged else None,
+        "zero_spread_groups": round(flat / len(groups), 4) if groups else None,
+        "none": sum(s is None for s in scores),
+        "nan": sum(isinstance(s, float) and math.isnan(s) for s in scores),
+        "seconds_per_call": round(seconds, 4),
+    }
+
+
+def _summed(per_reward: dict[str, list], weights: list[float]) -> list[float | None]:
+    """The weighted sum TRL trains on, per sample (a None score counts as missing, as TRL's nansum does)."""
+    columns = list(per_reward.values())
+    out = []
+    for i in range(len(columns[0])):
+        parts = [w * c[i] for c, w in zip(columns, weights, strict=True) if _judged(c[i])]
+        out.append(sum(parts) if parts else None)
+    return out
+
+
+def verdicts(
+    per_reward: dict[str, list], weights: list[float], group: int, seconds: dict[str, float], limits: dict | None = None
+):
+    """(stats per reward and for the weighted ``total``, findings at step 0) from each reward's scores."""
+    limits = {**LIMITS, **(limits or {})}
+    stats = {name: reward_stats(scores, group, seconds.get(name, 0.0)) for name, scores in per_reward.items()}
+    total = reward_stats(_summed(per_reward, weights), group, 0.0)
+    findings: list[Finding] = []
+
+    def say(rule: str, symptom: str, cause: str, remedy: str, severity: str = "warning") -> None:
+        findings.append(Finding(0, rule, symptom, cause, remedy, severity))
+
+    for name, s in stats.items():
+        n = s["samples"]
+        if s["none"] == n:
+            say("preflight_none", f"{name} returned None for all {n} samples", "it judges none of them", "check its columns")
+        elif s["nan"]:
+            say("preflight_nan", f"{name} returned NaN for {s['nan']} of {n} samples", "NaN reaches the loss", "return a number")
+        elif s["zero_spread_groups"] == 1.0:
+            shaped = PARTIAL_CREDIT.get(name)
+            partial = f"a partial-credit reward ({shaped})" if shaped and shaped not in stats else "a partial-credit reward"
+            constant = (
+                f"scored {s['min']:g} on all {n} samples"
+                if s["min"] == s["max"]
+                else f"scored the same within every group of {group}"
+            )
+            alone = len(stats) == 1 or (total["zero_spread_groups"] or 0) >= limits["zero_std_share"]
+            say(
+                "preflight_no_gradient",
+                f"{name} {constant}: every group has zero spread, so GRPO gets no gradient from it",
+                "the reward is too strict (or too coarse) for what the base model writes",
+                f"add {partial}, raise temperature, or make the prompts easier"
+                if alone
+                else "nothing to fix while the other rewards carry the signal; it counts once the model gets there",
+                "warning" if alone else "note",
+            )
+    if (
+        len(stats) > 1
+        and (total["zero_spread_groups"] or 0) >= limits["zero_std_share"]
+        and not any(f.rule == "preflight_no_gradient" and f.severity == "warning" for f in findings)
+    ):
+        say(
+            "preflight_no_gradient",
+            f"the summed reward has zero spread in {total['zero_spread_groups']:.0%} of the groups: little gradient at step 1",
+            "every reward scores the completions of a group alike",
+            "add a partial-credit reward, raise temperature or num_generations, or make the prompts easier",
+        )
+    spreads = {name: s["std"] for name, s in stats.items() if s["std"]}
+    if len(spreads) > 1 and max(spreads.values()) >= limits["scale_ratio"] * min(spreads.values()):
+        big, small = max(spreads, key=spreads.get), min(spreads, key=spreads.get)
+        say(
+            "preflight_scales",
+            f"rewards on very different scales: {big} spreads {spreads[big]:.3g}, {small} {spreads[small]:.3g}",
+            f"the summed reward, and so the advantage, follows {big} and hardly sees {small}",
+            f"set rewards[i].weight to bring them within a factor of {limits['scale_ratio']:g}, or rescale the reward",
+        )
+    return {"rewards": stats, "total": total}, findings
+
+
+def sample_and_score(
+    model, tokenizer, rows: list[dict], reward_funcs: list, weights: list[float], training: dict, s, *, chat: bool, limits: dict
+):
+    """Sample ``num_generations`` completions per row as training would, score each with every reward.
+
+    ``s``: the run's eval settings (seed, precision, batch size), resampled at training's temperature and length.
+    Returns (stats, findings, seconds spent).
+    """
+    t0 = time.monotonic()
+    group = compat.effective(training, "num_generations")
+    s = dataclasses.replace(
+        s,
+        samples=group,
+        temperature=compat.effective(training, "temperature"),
+        max_new_tokens=compat.effective(training, "max_completion_length"),
+    )
+    with scoring.precision(model, s):
+        completions, ids = scoring.sample(model, tokenizer, [r["prompt"] for r in rows], s)
+    prompts, flat, extra = scoring.reward_inputs(rows, completions, chat=chat, completion_ids=ids)
+    per_reward, seconds = {}, {}
+    for fn in reward_funcs:
+        started = time.monotonic()
+        per_reward[fn.__name__] = list(fn(prompts=prompts, completions=flat, **extra))
+        seconds[fn.__name__] = time.monotonic() - started
+    stats, findings = verdicts(per_reward, weights, group, seconds, limits)
+    return stats, findings, round(time.monotonic() - t0, 1)
+
+
+def describe(stats: dict) -> str:
+    """``digit_exact mean 0.000 std 0.000 (100% of groups without spread, 0.2 ms/call); ...`` for the log line."""
+    parts = []
+    for name, r in [*stats["rewards"].items(), ("total", stats["total"])]:
+        extra = "" if name == "total" else f", {r['seconds_per_call'] * 1000:.1f} ms/call"
+        missing = f", {r['none']} None" if r["none"] else ""
+        flat = f"{r['zero_spread_groups']:.0%} of groups without spread"
+        parts.append(f"{name} mean {fmt(r['mean'])} std {fmt(r['std'])} ({flat}{missing}{extra})")
+    return "; ".join(parts)

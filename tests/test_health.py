@@ -1,0 +1,357 @@
+"""Training health: every watchdog rule driven by synthetic metric streams (fires when it should, silent when it
+should not), every pre-flight verdict from scripted rewards, the doctor on run directories, and one tiny run
+that the pre-flight and the watchdog stop."""
+
+import json
+import math
+
+import pytest
+import yaml
+from conftest import tiny_doc
+
+from grpo_ext import health, preflight
+from grpo_ext.errors import RunError
+from grpo_ext.verbs import doctor
+
+
+def stream(n: int, **metrics) -> list[dict]:
+    """``n`` metrics records; a metric is a constant, a list (one value per step) or a function of the step."""
+    out = []
+    for step in range(1, n + 1):
+        record = {"step": step}
+        for key, value in metrics.items():
+            key = key.replace("__", "/")
+            record[key] = value(step) if callable(value) else value[step - 1] if isinstance(value, list) else value
+        out.append(record)
+    return out
+
+
+FAILING = {"reward": 0.5, "rewards__digit_exact__mean": 0.0, "rewards__digit_shaped__mean": 0.5, "loss": 0.01}
+MOVING = {**FAILING, "reward": lambda s: 0.1 * s}  # a reward that is not flat, for the rules that do not read it
+SOLVED = {"reward": 2.0, "rewards__digit_exact__mean": 1.0, "rewards__digit_shaped__mean": 1.0, "loss": 0.0}
+
+WATCHDOG_CASES = [
+    # every group flat for 6 steps, not solved: no learning signal at step 6
+    (stream(6, frac_reward_zero_std=1.0, **FAILING), [("no_signal", 6)]),
+    # every group flat because every completion is right: solved, silent
+    (stream(12, frac_reward_zero_std=1.0, entropy=0.3, **SOLVED), []),
+    # flat groups for 5 steps only: below no_signal_steps, silent
+    (stream(5, frac_reward_zero_std=1.0, **FAILING), []),
+    # half the groups still have a spread: silent
+    (stream(12, frac_reward_zero_std=0.5, entropy=lambda s: 3.0 - 0.2 * s, **FAILING), []),
+    # a TRL without frac_reward_zero_std: reward_std 0 means every group is flat
+    (stream(6, reward_std=0.0, reward=0.0, **{"rewards/digit_exact": 0.0}), [("no_signal", 6)]),
+    # reward flat within 0.05 for 8 steps while entropy stays flat too
+    (
+        stream(8, frac_reward_zero_std=0.2, entropy=1.0, **{**FAILING, "reward": lambda s: 0.5 + 0.005 * (s % 2)}),
+        [("reward_flat", 8)],
+    ),
+    # reward flat but entropy falling: the policy moves, silent
+    (stream(8, frac_reward_zero_std=0.2, entropy=lambda s: 3.0 - 0.3 * s, **FAILING), []),
+    # completions cut at the length limit, 0.875 and 1.0 in turn (mean 0.94 over 8 steps; recipes/digit.yaml seed 3)
+    (
+        stream(
+            8, **{"completions/clipped_ratio": lambda s: 1.0 if s % 2 else 0.875, "entropy": lambda s: 3 - 0.3 * s}, **FAILING
+        ),
+        [("length_pinned", 8)],
+    ),
+    # cut for 7 steps, then most completions end (mean 0.89 over 8 steps, then less): silent
+    (
+        stream(
+            10, **{"completions/clipped_ratio": lambda s: 1.0 if s <= 7 else 0.1, "entropy": lambda s: 3 - 0.2 * s}, **FAILING
+        ),
+        [],
+    ),
+    # entropy below the floor before the task is solved
+    (stream(3, entropy=[1.0, 0.5, 0.01], **FAILING), [("entropy_collapse", 3)]),
+    # entropy near 0 once solved: silent
+    (stream(3, entropy=0.01, **SOLVED), []),
+    # KL median above kl_max over 8 steps
+    (stream(8, kl=2.0, entropy=lambda s: 3 - 0.3 * s, **MOVING), [("kl_rising", 8)]),
+    # KL median grows from 0.01 to 0.2 (x20) between two windows of 8 steps
+    (stream(16, kl=lambda s: 0.01 if s <= 8 else 0.2, entropy=lambda s: 3 - 0.1 * s, **MOVING), [("kl_rising", 16)]),
+    # one KL spike among small values: the mean would jump, the median does not; silent
+    (stream(8, kl=[0.01] * 7 + [50.0], entropy=lambda s: 3 - 0.3 * s, **MOVING), []),
+    # NaN loss at step 3, named at step 3
+    (stream(3, entropy=lambda s: 3 - 0.5 * s, **{**FAILING, "loss": [0.1, 0.1, math.nan]}), [("nonfinite", 3)]),
+    # infinite grad norm
+    (stream(2, grad_norm=[1.0, math.inf], entropy=[3.0, 2.5], **FAILING), [("nonfinite", 2)]),
+    # reward rises while the completions grow from 18 to 50 tokens: possible reward hacking
+    (
+        stream(
+            16,
+            entropy=lambda s: 3 - 0.1 * s,
+            completions__mean_length=lambda s: 4 * s,
+            **{**FAILING, "reward": lambda s: 0.05 * s},
+        ),
+        [("reward_hacking", 16)],
+    ),
+    # reward rises while the format reward saturates alone and accuracy stays flat
+    (
+        stream(
+            16,
+            entropy=lambda s: 3 - 0.1 * s,
+            reward=lambda s: 0.1 * min(s, 10),
+            **{"rewards/format/mean": lambda s: min(1.0, 0.15 * s), "rewards/accuracy/mean": 0.1},
+        ),
+        [("reward_hacking", 16)],
+    ),
+    # both rewards rise to their pass mark together: learning, not hacking; silent
+    (
+        stream(
+            16,
+            entropy=lambda s: 3 - 0.1 * s,
+            reward=lambda s: min(2.0, 0.2 * s),
+            **{"rewards/a/mean": lambda s: min(1.0, 0.1 * s), "rewards/b/mean": lambda s: min(1.0, 0.1 * s)},
+        ),
+        [],
+    ),
+    # loss exactly 0 with groups that have a spread: a note that this is normal, not a warning
+    (stream(2, frac_reward_zero_std=0.25, entropy=[3.0, 2.0], **{**FAILING, "loss": [0.1, 0.0]}), [("loss_zero", 2)]),
+    # a learning run (the shape of recipes/digit.yaml seed 0): silent
+    (
+        stream(
+            16,
+            frac_reward_zero_std=lambda s: 0.0 if s < 9 else 1.0,
+            entropy=lambda s: max(0.25, 3.2 - 0.3 * s),
+            completions__clipped_ratio=lambda s: max(0.0, 0.9 - 0.15 * s),
+            reward=lambda s: min(2.0, 0.25 * s),
+            rewards__digit_exact__mean=lambda s: min(1.0, 0.125 * s),
+            rewards__digit_shaped__mean=lambda s: min(1.0, 0.125 * s),
+            loss=0.1,
+        ),
+        [],
+    ),
+]
+
+
+@pytest.mark.parametrize(("records", "expected"), WATCHDOG_CASES)
+def test_watchdog_rules(records, expected):
+    dog = health.Watchdog(pass_thresholds={"digit_shaped": 1.0})
+    fired = [(f.rule, f.step) for record in records for f in dog.update(record)]
+    assert fired == expected
+    for finding in dog.findings:
+        line = finding.line()
+        assert line.startswith("health: ") and "remedy: " in line and "\n" not in line
+
+
+def test_each_rule_fires_once():
+    dog = health.replay(stream(30, frac_reward_zero_std=1.0, entropy=1.0, **FAILING))
+    assert [f.rule for f in dog.findings] == ["no_signal", "reward_flat"]  # flat also after 8 steps; each once in 30
+    assert health.verdict(dog.findings)["status"] == "unhealthy"
+
+
+def test_recipe_thresholds_change_the_rules():
+    records = stream(3, frac_reward_zero_std=1.0, **FAILING)
+    assert [f.rule for f in health.replay(records, {"no_signal_steps": 3}).findings] == ["no_signal"]
+    assert health.replay(records).findings == []
+
+
+def test_note_is_not_a_problem():
+    dog = health.replay(stream(1, frac_reward_zero_std=0.0, **{**FAILING, "loss": 0.0}))
+    assert [f.severity for f in dog.findings] == ["note"] and dog.problems == []
+    assert health.verdict(dog.findings)["status"] == "healthy"
+
+
+def scores(groups: list[list]) -> list:
+    return [s for g in groups for s in g]
+
+
+PREFLIGHT_CASES = [
+    # the strict reward alone, 0.0 on every sample: no gradient, with the partial-credit reward to add
+    ({"digit_exact": scores([[0.0] * 8] * 8)}, [1.0], [("preflight_no_gradient", "warning", "digit_shaped")]),
+    # the strict reward flat, the shaped one with a spread: a note, not a warning
+    (
+        {"digit_exact": scores([[0.0] * 8] * 8), "digit_shaped": scores([[0.2, 0.5] * 4] * 8)},
+        [1.0, 1.0],
+        [("preflight_no_gradient", "note", "digit_exact")],
+    ),
+    # two rewards, each constant within every group (but not across groups): the sum gives no gradient
+    (
+        {"a": scores([[float(i)] * 4 for i in range(4)]), "b": scores([[1.0] * 4] * 4)},
+        [1.0, 1.0],
+        [("preflight_no_gradient", "warning", "a"), ("preflight_no_gradient", "warning", "b")],
+    ),
+    # a reward that judges nothing
+    ({"judge": [None] * 8, "len": [0.1 * i for i in range(8)]}, [1.0, 1.0], [("preflight_none", "warning", "judge")]),
+    # NaN scores
+    ({"r": [0.0, math.nan, 1.0, 0.5]}, [1.0], [("preflight_nan", "warning", "r")]),
+    # spreads 100x apart: rewards on very different scales
+    (
+        {"small": [0.01 * (i % 2) for i in range(16)], "big": [5.0 * (i % 3) for i in range(16)]},
+        [1.0, 1.0],
+        [("preflight_scales", "warning", "big")],
+    ),
+    # partial credit with a spread in every group: no finding
+    ({"digit_shaped": scores([[0.2, 0.5, 0.9, 0.2]] * 4)}, [1.0], []),
+]
+
+
+@pytest.mark.parametrize(("per_reward", "weights", "expected"), PREFLIGHT_CASES)
+def test_preflight_verdicts(per_reward, weights, expected):
+    group = 8 if len(next(iter(per_reward.values()))) == 64 else 4
+    stats, findings = preflight.verdicts(per_reward, weights, group, {name: 0.001 for name in per_reward})
+    assert [(f.rule, f.severity) for f in findings] == [(rule, severity) for rule, severity, _ in expected]
+    for finding, (_, _, word) in zip(findings, expected, strict=True):
+        assert word in finding.symptom + finding.remedy
+    assert set(stats["rewards"]) == set(per_reward)
+
+
+def test_preflight_strict_reward_words():
+    stats, findings = preflight.verdicts({"digit_exact": [0.0] * 64}, [1.0], 8, {"digit_exact": 0.002})
+    assert findings[0].symptom == (
+        "digit_exact scored 0 on all 64 samples: every group has zero spread, so GRPO gets no gradient from it"
+    )
+    assert findings[0].remedy == "add a partial-credit reward (digit_shaped), raise temperature, or make the prompts easier"
+    assert stats["rewards"]["digit_exact"] | {"seconds_per_call": 0} == {
+        "samples": 64, "mean": 0.0, "std": 0.0, "min": 0.0, "max": 0.0, "zero_spread_groups": 1.0, "none": 0, "nan": 0,
+        "seconds_per_call": 0,
+    }  # fmt: skip
+
+
+def write_run(path, records: list[dict], status: str = "completed", health_cfg: dict | None = None, summary_extra=None):
+    path.mkdir()
+    (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (path / "recipe.yaml").write_text(yaml.safe_dump({"health": health_cfg or {}, "eval": {"pass_threshold": 1.0}}))
+    summary = {"status": status, "versions": {"trl": "0.19.1"}, **(summary_extra or {})}
+    (path / "summary.json").write_text(json.dumps(summary))
+    return path
+
+
+DOCTOR_CASES = [
+    # a run that learnt: healthy
+    (
+        "learnt",
+        stream(10, frac_reward_zero_std=0.0, entropy=lambda s: 3 - 0.2 * s, reward=lambda s: 0.2 * s),
+        "completed",
+        {},
+        True,
+    ),
+    # a run stuck without signal: its rule and remedy, not healthy
+    ("stuck", stream(8, frac_reward_zero_std=1.0, **FAILING), "completed", {}, False),
+    # a run killed at step 2 (summary never closed), healthy so far
+    ("killed", stream(2, frac_reward_zero_std=0.0, entropy=[3.0, 2.0], reward=[0.1, 0.3]), "running", {}, True),
+    # the run's own thresholds are used: 3 flat steps are a finding with no_signal_steps 3
+    ("strict", stream(3, frac_reward_zero_std=1.0, **FAILING), "completed", {"no_signal_steps": 3}, False),
+    # a failed run is not healthy whatever its metrics
+    ("failed", [], "failed", {}, False),
+]
+
+
+@pytest.mark.parametrize(("name", "records", "status", "cfg", "healthy"), DOCTOR_CASES)
+def test_doctor_reads_run_directories(tmp_path, name, records, status, cfg, healthy):
+    run = write_run(tmp_path / name, records, status, cfg)
+    lines, ok = doctor.diagnose(run)
+    assert ok is healthy
+    assert lines[-1].startswith("verdict: healthy" if healthy else "verdict: not healthy")
+    if name == "stuck":
+        assert any("no learning signal" in line or "zero reward spread" in line for line in lines)
+        assert any("add a partial-credit reward" in line for line in lines)
+
+
+def test_doctor_cli_exit_status(tmp_path, capsys):
+    from grpo_ext import cli
+
+    good = write_run(tmp_path / "good", stream(3, frac_reward_zero_std=0.0, entropy=[3.0, 2.0, 1.0], reward=[0.1, 0.2, 0.4]))
+    bad = write_run(tmp_path / "bad", stream(6, frac_reward_zero_std=1.0, **FAILING))
+    assert cli.main(["doctor", str(good)]) == 0
+    assert cli.main(["doctor", str(bad)]) == 1
+    assert cli.main(["doctor", str(tmp_path / "nothing")]) == 2
+    assert "no_signal" not in capsys.readouterr().out  # the lines name symptoms, not rule ids
+
+
+KNOWN_BAD_CASES = [
+    # vLLM newer than the range TRL declares for its vllm extra
+    ({"trl": "1.16.0", "vllm": "0.40.0"}, ['vllm<=0.31.0,>=0.22.0; extra == "vllm"'], ["vllm 0.40.0 is outside"]),
+    # vLLM inside the range
+    ({"trl": "1.16.0", "vllm": "0.30.0"}, ['vllm<=0.31.0,>=0.22.0; extra == "vllm"'], []),
+    # a deepspeed-extra pin on transformers does not apply without deepspeed installed
+    ({"trl": "1.16.0", "transformers": "5.1.0", "deepspeed": None}, ['transformers!=5.1.0; extra == "deepspeed"'], []),
+    # ... and does with it
+    (
+        {"trl": "1.16.0", "transformers": "5.1.0", "deepspeed": "0.18.6"},
+        ['transformers!=5.1.0; extra == "deepspeed"'],
+        ["transformers 5.1.0"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("versions", "requires", "expected"), KNOWN_BAD_CASES)
+def test_doctor_env_known_bad(versions, requires, expected):
+    found = doctor.known_bad(versions, requires)
+    assert len(found) == len(expected) and all(line.startswith(word) for line, word in zip(found, expected, strict=True))
+
+
+def test_zero3_without_gathering_for_generation():
+    zero3 = {"deepspeed_config": {"zero_stage": 3}}
+    assert doctor.zero3_generation({"ds3_gather_for_generation": False}, zero3) is not None
+    assert doctor.zero3_generation({}, zero3) is None  # TRL's default gathers
+    assert doctor.zero3_generation({"ds3_gather_for_generation": False}, {}) is None  # no ZeRO-3
+
+
+def test_tiny_run_stopped_by_preflight_and_by_watchdog(digit_doc, tiny_model, write_recipe, tmp_path, no_hub, capsys):
+    """A random tiny model never writes one lone digit: digit_exact alone gives no gradient. ``preflight: fail``
+    stops before step 1; ``on_problem: stop`` stops at step 1 with a complete checkpoint."""
+    import grpo_ext
+
+    strict = {"rewards": ["digit_exact"], "eval": {"enabled": False}}
+    doc = tiny_doc(digit_doc, tiny_model, tmp_path / "pre", health={"preflight": "fail", "preflight_prompts": 2}, **strict)
+    with pytest.raises(RunError, match="digit_exact scored 0 on all 8 samples"):
+        grpo_ext.train(write_recipe(doc, "pre.yaml"))
+    summary = json.loads((tmp_path / "pre" / "summary.json").read_text())
+    assert summary["status"] == "stopped_unhealthy" and summary["health"]["status"] == "unhealthy"
+    assert summary["health"]["preflight"]["rewards"]["digit_exact"]["zero_spread_groups"] == 1.0
+    assert "## Health" in (tmp_path / "pre" / "report.md").read_text()
+    capsys.readouterr()
+
+    cfg = {"preflight": "off", "on_problem": "stop", "no_signal_steps": 1}
+    doc = tiny_doc(digit_doc, tiny_model, tmp_path / "stop", health=cfg, **strict)
+    with pytest.raises(RunError, match="health.on_problem: stop"):
+        grpo_ext.train(write_recipe(doc, "stop.yaml"))
+    run = tmp_path / "stop"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "stopped_unhealthy" and summary["steps"] == 1
+    assert (run / "checkpoint-1" / "grpo_ext_complete.json").is_file()
+    assert [f["rule"] for f in summary["health"]["findings"]] == ["no_signal"]
+    assert json.loads((run / "metrics.jsonl").read_text().splitlines()[0])["health"][0]["rule"] == "no_signal"
+    printed = [line.removeprefix("grpo_ext: ") for line in capsys.readouterr().err.splitlines() if "health: warning at" in line]
+    lines, healthy = doctor.diagnose(run)
+    assert not healthy and printed == [
+        line for line in lines if line.startswith("health: ")
+    ]  # the doctor names what the run printed
+
+
+RECIPE_CASES = [
+    # the defaults: warn before step 1, warn during training
+    ([], None),
+    # every threshold is a recipe key; `off` reads as YAML false and means off
+    (["health.no_signal_steps=3", "health.on_problem=stop", "health.preflight=off"], None),
+    # a mode that does not exist
+    (["health.preflight=maybe"], "health.preflight: 'maybe' is not one of 'warn', 'fail', 'off', False"),
+    # a misspelt threshold, with a suggestion
+    (["health.no_signal_step=3"], "health.no_signal_step: unknown key; did you mean 'no_signal_steps'?"),
+]
+
+
+@pytest.mark.parametrize(("overrides", "error"), RECIPE_CASES)
+def test_recipe_health_section(overrides, error):
+    from grpo_ext import RecipeError, load_recipe
+
+    if error is None:
+        recipe = load_recipe("digit", overrides)
+        assert set(recipe["health"]) == set(health.LIMITS) | {"preflight", "on_problem"}
+        return
+    with pytest.raises(RecipeError) as info:
+        load_recipe("digit", overrides)
+    assert any(error in line for line in info.value.lines())
+
+
+def test_curves_mark_warnings_only():
+    from grpo_ext import plots
+
+    records = [
+        {"step": 1, "reward": 0.1},
+        {"step": 2, "reward": 0.1, "health": [{"rule": "loss_zero", "severity": "note"}]},
+        {"step": 3, "reward": 0.1, "health": [{"rule": "no_signal", "severity": "warning"}]},
+    ]
+    assert plots.health_marks(records) == {3: ["no_signal"]}

@@ -10,6 +10,7 @@
     grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg k=v]   score one completion
     grpo-ext merge RUN_DIR [--out DIR]                  fold a LoRA adapter into its base model
     grpo-ext plan RECIPE [key=value ...] [--gpu-memory 8GiB]   estimate peak memory; what to change if it will not fit
+    grpo-ext algorithms [NAME]                          GRPO variants a recipe names with algorithm:, and what each sets
 
 Exit status, for every verb: 0 done; 2 bad input (one ``error:`` line per problem, nothing written);
 1 a failure while running; 130 interrupted.
@@ -22,7 +23,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from grpo_ext import catalog, rewards
+from grpo_ext import algorithms, catalog, rewards
 from grpo_ext.base import first_line, suggest
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import load, parse_override
@@ -156,6 +157,13 @@ def _counts_tokens(fn) -> bool:
         return False
 
 
+def cmd_algorithms(args) -> None:
+    """``grpo-ext algorithms [NAME]``: the GRPO variants a recipe can name, or one variant's settings and why."""
+    if args.name and args.name not in algorithms.VARIANTS:
+        raise RecipeError(f"algorithms: unknown variant {args.name!r}{suggest(args.name, algorithms.VARIANTS)}")
+    print("\n".join(algorithms.details(args.name) if args.name else algorithms.listing()))
+
+
 def cmd_eval(args) -> None:
     evaluate.evaluate_models(
         args.recipe, args.model, args.overrides, out=args.out, overwrite=args.overwrite, verbose=args.verbose
@@ -220,6 +228,10 @@ def parser() -> argparse.ArgumentParser:
         "--column", action="append", default=[], metavar="NAME=VALUE", help="a dataset column the reward reads (repeatable)"
     )
     score.set_defaults(fn=cmd_rewards_score)
+
+    al = sub.add_parser("algorithms", help="GRPO variants by name (algorithm: NAME in a recipe) and what each sets")
+    al.add_argument("name", nargs="?", help="one variant: its paper, each setting and why")
+    al.set_defaults(fn=cmd_algorithms)
 
     ev = sub.add_parser("eval", help="score models side by side on a recipe's eval prompts with its rewards")
     _recipe_args(ev, "section.key=value overrides, e.g. eval.samples=16")

@@ -13,8 +13,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "grpo_ext"
 
 LAYERS: dict[int, list[str]] = {
-    1: ["errors", "base", "console", "catalog", "batch_rules", "tiny"],  # standard library (and yaml) only
-    2: ["compat", "adapters", "model_source", "generators", "trackers", "rewards"],  # settings checks, reward registry
+    1: ["errors", "base", "console", "catalog", "batch_rules", "advice", "tiny"],  # standard library (and yaml) only
+    2: ["compat", "algorithms", "adapters", "model_source", "generators", "trackers", "rewards"],  # settings, reward registry
     3: ["recipe"],  # schema, load, overrides, validate
     4: ["hardware", "launch", "models", "data", "trainer", "scoring", "rundir", "progress", "report", "plots"],  # run parts
     5: ["verbs"],  # train, evaluate, merge, plan: one function each

@@ -26,7 +26,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_ext import adapters, compat, console, data, hardware, model_source
+from grpo_ext import adapters, advice, algorithms, compat, console, data, hardware, model_source
 from grpo_ext.errors import RecipeError
 from grpo_ext.recipe import apply_overrides, load, locate, read_yaml, validate
 
@@ -284,6 +284,9 @@ def plan(ref: str, overrides: list[str] | tuple = (), gpu_memory: str | None = N
         print(f"  {name:<20} {fmt(n):>10}   {how}")
     peak = total(rows)
     print(f"  {'total':<20} {fmt(peak):>10}")
+    preset = algorithms.preset_keys(recipe.origins)
+    for line in advice.check(lambda key: compat.effective(recipe["training"], key), shape.params, preset):
+        print(f"advice: {line}")
     if budget is None:
         return None
     if peak <= budget:

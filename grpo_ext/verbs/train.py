@@ -20,6 +20,8 @@ import yaml
 
 from grpo_ext import (
     adapters,
+    advice,
+    algorithms,
     compat,
     console,
     data,
@@ -137,7 +139,10 @@ def dry_run(recipe: Recipe) -> None:
         f"(TRL defaults from the table of trl {table['trl']} with transformers {table['transformers']})"
     )
     launch_decides = {"gradient_checkpointing"} - set(recipe["training"])  # shown below, not as TRL's default
-    rows = [row for row in compat.effective_rows(recipe["training"], passed) if row[0] not in launch_decides]
+    if recipe.data.get("algorithm"):
+        print(f"algorithm: {recipe['algorithm']} ({algorithms.VARIANTS[recipe['algorithm']].paper}); keys the recipe sets win")
+    rows = compat.effective_rows(recipe["training"], passed, origins=recipe.origins)
+    rows = [row for row in rows if row[0] not in launch_decides]
     rows += [
         ("reward_weights", kwargs["reward_weights"], "recipe: rewards[i].weight"),
         ("output_dir", kwargs["output_dir"], "recipe: output_dir"),
@@ -156,6 +161,9 @@ def dry_run(recipe: Recipe) -> None:
         )
     for note in notes + adapters.missing_packages(recipe["model"]):
         print(f"note: {note}")
+    preset = algorithms.preset_keys(recipe.origins)
+    for line in advice.check(lambda key: compat.effective(recipe["training"], key), preset=preset):
+        print(f"advice: {line}")
 
 
 @dataclass

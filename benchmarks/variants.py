@@ -9,7 +9,7 @@ training key that some preset sets removed (``algorithms.PRESET_KEYS``) and ``al
 preset alone decides them; ``shipped`` is the recipe as it ships. Each run is ``grpo-ext train`` in its own
 process with checkpoints off; variants alternate their order from seed to seed so a slow patch of the machine
 hits all of them alike. Each finished run is appended to ``--log`` (JSON lines) as it ends, so an interrupted
-benchmark keeps what it measured.
+benchmark keeps what it measured; started again with the same log, it skips the runs already there.
 
 Per task and variant the table shows: seeds whose held-out pass rate of the task's metric reached 0.9, the
 mean held-out pass rate after training, the median wall time per run (process start to exit), the entropy
@@ -149,11 +149,15 @@ def main() -> None:
     if unknown:
         sys.exit(f"error: --variants: unknown {', '.join(unknown)}; choose from shipped, {', '.join(algorithms.VARIANTS)}")
     args.log.parent.mkdir(parents=True, exist_ok=True)
-    records, started = [], time.monotonic()
+    done = [json.loads(line) for line in args.log.read_text().splitlines() if line.strip()] if args.log.exists() else []
+    done = [r for r in done if "error" not in r]
+    records, started = list(done), time.monotonic()
     with tempfile.TemporaryDirectory(prefix="grpo-ext-variants-") as tmp:
         for task in args.tasks.split(","):
             for i, seed in enumerate(seeds[task]):
                 for variant in variants if i % 2 == 0 else variants[::-1]:
+                    if any((r["task"], r["variant"], r["seed"]) == (task, variant, seed) for r in done):
+                        continue
                     r = run_once(task, variant, seed, Path(tmp))
                     records.append(r)
                     with args.log.open("a", encoding="utf-8") as log:

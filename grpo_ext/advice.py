@@ -3,8 +3,8 @@
 The ranges are the common advice for GRPO on language models: a group of 4 to 8 completions per prompt (8
 for maths, 4 for general alignment), a KL weight beta of 0.02 to 0.1 when a KL term is used, a clip range
 epsilon of 0.15 to 0.25, and a learning rate of 2e-7 to 1e-6 for a 7B model (smaller models take larger
-steps: the shipped 135M recipes use 3e-5). "Far outside" is beyond half the lower bound or twice the upper
-one, so a value near the range says nothing. A value a variant preset sets (``algorithm: gspo`` sets a tiny
+steps: the shipped 135M recipes use 3e-5). "Far outside" is below two thirds of the lower bound or above
+twice the upper one, so a value near the range says nothing. A value a variant preset sets (``algorithm: gspo`` sets a tiny
 epsilon on purpose) is not second-guessed, and beta = 0 (no KL term, no reference model) is a choice, not a
 slip.
 
@@ -45,7 +45,7 @@ BIG_MODEL = 3_000_000_000  # parameters from which the 7B learning-rate range is
 
 
 def _far(value: float, low: float, high: float) -> str | None:
-    if value < low / 2:
+    if value < low / 1.5:
         return "below"
     if value > high * 2:
         return "above"

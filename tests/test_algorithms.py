@@ -74,10 +74,10 @@ def test_preset_on_oldest_and_newest_trl(name, trl, expected, digit_doc):
     [
         # a key the recipe sets wins, and its origin names what the preset would have set
         (
-            {"algorithm": "dapo"},
-            {"epsilon_high": 0.3},
-            {"epsilon_high": 0.3, "loss_type": "dapo"},
-            {"epsilon_high": "recipe (algorithm: dapo sets 0.28)"},
+            {"algorithm": "dr_grpo"},
+            {"scale_rewards": "group"},
+            {"scale_rewards": "group", "loss_type": "dr_grpo"},
+            {"scale_rewards": "recipe (algorithm: dr_grpo sets 'none')"},
         ),
         # the same value as the preset: the recipe's, said to agree
         ({"algorithm": "grpo"}, {"beta": 0.04}, {"beta": 0.04}, {"beta": "recipe (the same as algorithm: grpo)"}),

@@ -83,7 +83,7 @@ VARIANTS: dict[str, Variant] = {
     ),
     "bnpo": Variant(
         "token-level loss normalised over the local batch (TRL's bnpo; the paper's Beta normalisation is not in TRL)",
-        "Xiao et al. 2025, BNPO (arXiv 2506.02864)",
+        "BNPO: Beta Normalization Policy Optimization, 2025 (arXiv 2506.02864)",
         {
             "loss_type": ("bnpo", "sum token losses, divide by the active tokens of the micro-batch"),
             "scale_rewards": ("group", "group-normalised advantage"),
@@ -103,7 +103,7 @@ VARIANTS: dict[str, Variant] = {
     ),
     "sapo": Variant(
         "soft, temperature-controlled gate instead of the hard clip",
-        "Gao et al. 2025, Soft Adaptive Policy Optimization (arXiv 2511.20347)",
+        "Soft Adaptive Policy Optimization, 2025 (arXiv 2511.20347)",
         {
             "loss_type": ("sapo", "sigmoid gate on the importance ratio replaces clipping"),
             "scale_rewards": ("group", "group-normalised advantage"),
@@ -114,7 +114,7 @@ VARIANTS: dict[str, Variant] = {
     ),
     "gdpo": Variant(
         "each reward normalised within its group before the weighted sum (several rewards)",
-        "Liu et al. 2026, GDPO (arXiv 2601.05242)",
+        "GDPO: Group reward-Decoupled Normalization Policy Optimization, 2026 (arXiv 2601.05242)",
         {
             "multi_objective_aggregation": ("normalize_then_sum", "normalise each reward in its group, then sum"),
             "loss_type": ("dapo", "token-level loss"),
@@ -122,6 +122,27 @@ VARIANTS: dict[str, Variant] = {
             "beta": (0.0, "no KL term"),
         },
         notes=["with a single reward it is the same as its base (dapo loss, group scaling)"],
+    ),
+    "luspo": Variant(
+        "GSPO's sequence-level ratio with each sequence's loss scaled by its length",
+        "Length-Unbiased Sequence Policy Optimization, 2026 (arXiv 2602.05261)",
+        {
+            "loss_type": ("luspo", "sequence-level loss scaled by completion length: no bias towards short answers"),
+            "importance_sampling_level": ("sequence", "TRL requires the sequence-level ratio for luspo"),
+            "scale_rewards": ("group", "group-normalised advantage"),
+            "beta": (0.0, "no KL term"),
+        },
+    ),
+    "vespo": Variant(
+        "smooth asymmetric Gamma weighting of sequence-level importance weights instead of clipping",
+        "Variational Sequence-Level Soft Policy Optimization, 2026 (arXiv 2602.10693)",
+        {
+            "loss_type": ("vespo", "Gamma-shaped weights on the importance ratio replace the hard clip"),
+            "importance_sampling_level": ("token", "TRL requires token-level log-ratios for vespo"),
+            "scale_rewards": ("group", "group-normalised advantage"),
+            "beta": (0.0, "no KL term"),
+        },
+        notes=["its shape parameters (vespo_k_pos, vespo_lambda_pos, ...) keep TRL's defaults"],
     ),
 }
 

@@ -53,6 +53,11 @@ def bare_digit(digit_doc: dict, **top) -> dict:
         ("gdpo", OLDEST, "algorithm: gdpo needs trl>=0.27 for multi_objective_aggregation='normalize_then_sum', loss_type"),
         ("gdpo", "0.26.2", "algorithm: gdpo needs trl>=0.27 for multi_objective_aggregation='normalize_then_sum' (installed"),
         ("gdpo", NEWEST, {"multi_objective_aggregation": "normalize_then_sum", "loss_type": "dapo"}),
+        # LUSPO (0.28) needs the sequence-level ratio, VESPO (1.0) the token-level one; both refused on 0.19
+        ("luspo", OLDEST, "needs trl>=0.28 for loss_type='luspo', importance_sampling_level='sequence' (installed 0.19.1)"),
+        ("luspo", NEWEST, {"loss_type": "luspo", "importance_sampling_level": "sequence"}),
+        ("vespo", "0.29.1", "algorithm: vespo needs trl>=1.0 for loss_type='vespo' (installed 0.29.1)"),
+        ("vespo", NEWEST, {"loss_type": "vespo", "importance_sampling_level": "token"}),
     ],
 )
 def test_preset_on_oldest_and_newest_trl(name, trl, expected, digit_doc):

@@ -79,7 +79,9 @@ def run_once(task: str, variant: str, seed: int, work: Path) -> dict:
     wall = time.monotonic() - t0
     record = {"task": task, "variant": variant, "seed": seed, "wall": round(wall, 1)}
     if proc.returncode != 0:
-        record["error"] = (proc.stderr.strip().splitlines() or ["no output"])[-1][:200]
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1][:160]
+        killed = " (killed: out of memory?)" if proc.returncode == -9 else ""
+        record["error"] = f"exit {proc.returncode}{killed}; last line: {last}"
         return record
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     after = summary["eval_after"]

@@ -13,6 +13,7 @@
     grpo-ext plan RECIPE [key=value ...] [--gpu-memory 8GiB] [--gpus N --sharding zero3]   peak memory; what to change
     grpo-ext doctor RUN_DIR                             a run's health: findings and remedies; exit 1 when not healthy
     grpo-ext doctor --env [RECIPE]                      versions, devices and cache for a bug report; known-bad combinations
+    grpo-ext algorithms [NAME]                          GRPO variants a recipe names with algorithm:, and what each sets
 
 Exit status, for every verb: 0 done; 2 bad input (one ``error:`` line per problem, nothing written);
 1 a failure while running; 130 interrupted.
@@ -25,7 +26,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from grpo_ext import catalog, rewards, shapes
+from grpo_ext import algorithms, catalog, rewards, shapes
 from grpo_ext.base import first_line, suggest
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import load, parse_override
@@ -162,6 +163,13 @@ def _counts_tokens(fn) -> bool:
         return False
 
 
+def cmd_algorithms(args) -> None:
+    """``grpo-ext algorithms [NAME]``: the GRPO variants a recipe can name, or one variant's settings and why."""
+    if args.name and args.name not in algorithms.VARIANTS:
+        raise RecipeError(f"algorithms: unknown variant {args.name!r}{suggest(args.name, algorithms.VARIANTS)}")
+    print("\n".join(algorithms.details(args.name) if args.name else algorithms.listing()))
+
+
 def cmd_eval(args) -> None:
     if args.checkpoints:
         if len(args.model) != 1:
@@ -245,6 +253,10 @@ def parser() -> argparse.ArgumentParser:
         "--column", action="append", default=[], metavar="NAME=VALUE", help="a dataset column the reward reads (repeatable)"
     )
     score.set_defaults(fn=cmd_rewards_score)
+
+    al = sub.add_parser("algorithms", help="GRPO variants by name (algorithm: NAME in a recipe) and what each sets")
+    al.add_argument("name", nargs="?", help="one variant: its paper, each setting and why")
+    al.set_defaults(fn=cmd_algorithms)
 
     ev = sub.add_parser("eval", help="score models side by side on a recipe's eval prompts with its rewards")
     _recipe_args(ev, "section.key=value overrides, e.g. eval.samples=16")

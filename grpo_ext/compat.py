@@ -249,6 +249,14 @@ def first_with(key: str) -> str | None:
     return next((t["trl"] for t in tables().values() if key in t["fields"]), None)
 
 
+def first_supporting(key: str, value=None) -> str:
+    """The oldest supported TRL that has ``key`` and accepts ``value`` for it (by the version rules and tables)."""
+    first = first_with(key)
+    oldest = str(MIN_TRL) if first is None or Version(first) <= next(iter(tables())) else first
+    added = VALUES_ADDED.get((key, value)) if isinstance(value, str) else None
+    return max(oldest, added or oldest, key=Version)
+
+
 def check_supported() -> str | None:
     """A one-line problem if the installed TRL is older than the supported range."""
     if trl_version() < MIN_TRL:
@@ -394,17 +402,22 @@ def translate(
     return kwargs, notes, passed
 
 
-def effective_rows(training: dict, passed: dict[str, str], installed: Version | None = None) -> list[tuple[str, object, str]]:
+def effective_rows(
+    training: dict, passed: dict[str, str], installed: Version | None = None, origins: dict[str, str] | None = None
+) -> list[tuple[str, object, str]]:
     """(key, value, where it came from) for the recipe's keys, ours, and each key whose TRL default moved.
 
-    Values are canonical (the newest TRL's vocabulary); the origin says how a translated key was passed.
+    Values are canonical (the newest TRL's vocabulary); the origin says how a translated key was passed, and
+    ``origins`` names where a recipe key came from other than the recipe itself (``algorithm: dapo``).
     """
+    origins = origins or {}
     v = installed or trl_version()
     table = fields(v)
     rows = []
     for key in dict.fromkeys([*training, *OUR_DEFAULTS, *MOVED_DEFAULTS]):
         if key in training:
-            rows.append((key, canonical(key, training[key]), "recipe" + (f"; {passed[key]}" if key in passed else "")))
+            came = origins.get(key, "recipe")
+            rows.append((key, canonical(key, training[key]), came + (f"; {passed[key]}" if key in passed else "")))
         elif key in OUR_DEFAULTS:
             rows.append((key, OUR_DEFAULTS[key][0], f"grpo_ext default ({OUR_DEFAULTS[key][1]})"))
         elif key in table and has_key(key, v):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from grpo_ext import adapters, catalog, compat, datafiles, generators, model_source, rewards, trackers
+from grpo_ext import adapters, algorithms, catalog, compat, datafiles, generators, model_source, rewards, trackers
 from grpo_ext.base import clip, coerce, describe_kinds, duplicate_keys, exists, kind_of, resolve_path, shown, suggest
 from grpo_ext.errors import RecipeError
 from grpo_ext.rewards.guard import ON_ERROR, missing_columns
@@ -156,6 +156,7 @@ TOP_LEVEL: dict[str, Spec] = {
     "data": Spec(("dict",), required=True),
     "rewards": Spec(("list",), required=True),
     "training": Spec(("dict",), {}),
+    "algorithm": Spec(("str", "null"), None),  # a GRPO variant (grpo-ext algorithms): fills training keys the recipe leaves out
     "eval": Spec(("dict",), {}),
     "health": Spec(("dict",), {}),
     "output_dir": Spec(("str",), required=True),
@@ -173,6 +174,7 @@ class Recipe:
     base_dir: Path
     given: dict = field(default_factory=dict)  # the recipe as written, after overrides
     reward_funcs: list = field(default_factory=list)  # rewards[i] built and guarded, in order, named uniquely
+    origins: dict = field(default_factory=dict)  # training key -> where `algorithm:` put it, or that the recipe overrode it
 
     @property
     def weights(self) -> list[float]:
@@ -553,6 +555,10 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     entries = _check_rewards(top["rewards"], problems) if "rewards" in top else []
     training = dict(top["training"]) if "training" in top else None
     columns = {}
+    origins: dict[str, str] = {}
+    if training is not None and top.get("algorithm") is not None:
+        training, origins, preset_problems = algorithms.expand(top["algorithm"], training)
+        problems.extend(preset_problems)
     if data is not None:
         columns = _check_data(data, top["data"], bool((evaluation or {}).get("enabled")), base_dir, problems)
     if evaluation is not None:
@@ -573,7 +579,9 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         raise RecipeError(problems, source)
     checked = {"model": model, "data": data, "rewards": entries, "training": training, "eval": evaluation, "health": health}
     checked.update((key, top[key]) for key in ("output_dir", "seed", "resume"))
-    return Recipe(data=checked, path=path, base_dir=base_dir, given=doc, reward_funcs=built)
+    if top.get("algorithm") is not None:
+        checked["algorithm"] = top["algorithm"]
+    return Recipe(data=checked, path=path, base_dir=base_dir, given=doc, reward_funcs=built, origins=origins)
 
 
 def load(ref: str, overrides: list[str] | None = None) -> Recipe:

@@ -4,8 +4,9 @@ For each row: a plain venv under .compat/venvs/ (kept and reused while its pins 
 torch==2.13.0 (the CPU build), the row's trl and transformers, and grpo_ext with its test extras; then
 the field table (grpo_ext/trl_fields/<trl>.json), the compatibility tests (tests/test_compat.py), a
 2-step training of the tiny local model through `grpo-ext train`, 2 steps of the real model from the
-shared cache (~/.cache/grpo_ext; each transformers family converts its own entry), and a dry run of the digit
-recipe whose effective values must equal the newest row's (for keys both versions have).
+shared cache (~/.cache/grpo_ext; each transformers family converts its own entry), and dry runs of the digit
+recipe and of the digit recipe with `algorithm: dr_grpo` deciding its variant keys, whose effective values must
+equal the newest row's (for keys both versions have).
 
     python scripts/compat_matrix.py                 # every row; writes docs/compat.md
     python scripts/compat_matrix.py --only 0.19.1   # one row (CI runs the oldest); docs untouched
@@ -21,7 +22,15 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from grpo_ext import algorithms  # noqa: E402  (the checkout's grpo_ext)
+
+# A variant every supported TRL has: its dry run must mean the same on every row.
+ALGORITHM = "dr_grpo"
 VENVS = ROOT / ".compat" / "venvs"
 
 # (trl, transformers): each TRL minor with a transformers release it supports.
@@ -97,6 +106,16 @@ def dry_run_values(output: str) -> dict[str, str]:
     return values
 
 
+def algorithm_recipe(folder: Path) -> Path:
+    """The digit recipe with the keys a preset sets left to ``algorithm: ALGORITHM``."""
+    doc = yaml.safe_load((ROOT / "recipes" / "digit.yaml").read_text())
+    doc["training"] = {k: v for k, v in doc["training"].items() if k not in algorithms.PRESET_KEYS}
+    doc["algorithm"] = ALGORITHM
+    path = folder / f"digit-{ALGORITHM}.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
 def two_steps(ok: bool, run_dir: Path, started: float) -> str:
     """'2 steps in N s' for a run that completed its two steps, else why not."""
     done = json.loads((run_dir / "summary.json").read_text()) if (run_dir / "summary.json").exists() else {}
@@ -116,7 +135,9 @@ def run_row(trl: str, transformers: str, logs: Path) -> dict:
         return row
     row["install"] = "ok"
     sh([str(python), "scripts/trl_fields.py"], log)
-    ok, out = sh([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_compat.py"], log)
+    ok, out = sh(
+        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_compat.py", "tests/test_algorithms.py"], log
+    )
     summary = [line for line in out.splitlines() if " passed" in line or " failed" in line or " error" in line]
     row["tests"] = (summary[-1].strip("= ").split(" in ")[0] if summary else "no result") + ("" if ok else " (FAILED)")
     with tempfile.TemporaryDirectory(prefix="grpo_ext_matrix_") as tmp:
@@ -147,32 +168,40 @@ def run_row(trl: str, transformers: str, logs: Path) -> dict:
         row["real"] = two_steps(ok, real_dir, t2)
     ok, out = sh([str(python), "-m", "grpo_ext", "train", "recipes/digit.yaml", "--dry-run"], log)
     row["dry_run"] = dry_run_values(out) if ok else {}
+    with tempfile.TemporaryDirectory(prefix="grpo_ext_matrix_") as tmp:
+        ok, out = sh([str(python), "-m", "grpo_ext", "train", str(algorithm_recipe(Path(tmp))), "--dry-run"], log)
+    row["algorithm_dry_run"] = dry_run_values(out) if ok else {}
     return row
 
 
+def compare(values: dict[str, str], newest: dict[str, str]) -> tuple[str, list[str]]:
+    """A dry run's values against the newest row's, for the keys both have: (cell text, keys that differ)."""
+    same = [k for k in values if k in newest]
+    differ = [k for k in same if values[k] != newest[k]]
+    if not values:
+        return "no output", differ
+    return (f"{len(same)} keys identical" if not differ else f"differs: {', '.join(differ)}"), differ
+
+
 def write_doc(rows: list[dict], path: Path) -> None:
-    newest = rows[-1]["dry_run"]
     lines = [
         "# Compatibility matrix",
         "",
         "Written by `python scripts/compat_matrix.py` (do not edit by hand). Each row installs `torch==2.13.0` (CPU),",
-        "the row's trl and transformers and grpo_ext in a fresh venv, then runs `tests/test_compat.py`, a 2-step",
+        "the row's trl and transformers and grpo_ext in a fresh venv, then runs `tests/test_compat.py` and",
+        "`tests/test_algorithms.py`, a 2-step",
         "training of the tiny local model (`grpo_ext.tiny`) through `grpo-ext train recipes/digit.yaml`, the same",
         "2 steps on the real SmolLM2 model from the shared cache (each transformers family converts its own), and",
         "`--dry-run` of `recipes/digit.yaml`. *Dry run* compares the effective GRPOConfig values it prints with those",
-        f"of trl {rows[-1]['trl']}, for the keys both versions have. CI runs the oldest and the newest row.",
+        f"of trl {rows[-1]['trl']}, for the keys both versions have; *{ALGORITHM} dry run* does the same for the digit",
+        f"recipe whose variant keys `algorithm: {ALGORITHM}` decides. CI runs the oldest and the newest row.",
         "",
-        "| trl | transformers | compat tests | tiny training | real model training | dry run vs newest | result |",
-        "|---|---|---|---|---|---|---|",
+        f"| trl | transformers | tests | tiny training | real model | dry run vs newest | {ALGORITHM} dry run | result |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for row in rows:
-        same = [k for k in row["dry_run"] if k in newest]
-        differ = [k for k in same if row["dry_run"][k] != newest[k]]
-        dry = (
-            "no output"
-            if not row["dry_run"]
-            else (f"{len(same)} keys identical" if not differ else f"differs: {', '.join(differ)}")
-        )
+        dry, differ = compare(row["dry_run"], rows[-1]["dry_run"])
+        preset, preset_differ = compare(row.get("algorithm_dry_run", {}), rows[-1].get("algorithm_dry_run", {}))
         green = (
             row["install"] == "ok"
             and "FAILED" not in row["tests"]
@@ -180,12 +209,14 @@ def write_doc(rows: list[dict], path: Path) -> None:
             and row["train"].startswith("2 steps")
             and row["real"].startswith("2 steps")
             and row["dry_run"]
+            and row.get("algorithm_dry_run")
             and not differ
+            and not preset_differ
         )
         row["green"] = bool(green)
         tests = row["tests"] if row["install"] == "ok" else "install failed"
         lines.append(
-            f"| {row['trl']} | {row['transformers']} | {tests} | {row['train']} | {row['real']} | {dry} "
+            f"| {row['trl']} | {row['transformers']} | {tests} | {row['train']} | {row['real']} | {dry} | {preset} "
             f"| {'pass' if green else 'FAIL'} |"
         )
     lines += ["", f"Logs of the last run: `.compat/logs/` (not committed). Python {sys.version.split()[0]}.", ""]

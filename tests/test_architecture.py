@@ -13,8 +13,8 @@ import pytest
 PACKAGE = Path(__file__).resolve().parents[1] / "grpo_ext"
 
 LAYERS: dict[int, list[str]] = {
-    1: ["errors", "base", "console", "catalog", "shapes", "batch_rules", "tiny", "evalstats"],  # standard library (and yaml) only
-    2: ["compat", "adapters", "model_source", "generators", "datafiles", "trackers", "rewards"],  # settings checks, rewards
+    1: ["errors", "base", "console", "catalog", "shapes", "batch_rules", "advice", "tiny", "evalstats"],  # stdlib (and yaml) only
+    2: ["compat", "algorithms", "adapters", "model_source", "generators", "datafiles", "trackers", "rewards"],  # settings
     3: ["recipe"],  # schema, load, overrides, validate
     4: [
         "hardware",

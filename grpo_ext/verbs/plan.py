@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_ext import adapters, catalog, compat, console, data, hardware, model_source, shapes
+from grpo_ext import adapters, advice, algorithms, catalog, compat, console, data, hardware, model_source, shapes
 from grpo_ext.base import suggest
 from grpo_ext.errors import RecipeError
 from grpo_ext.recipe import apply_overrides, load, locate, read_yaml, validate
@@ -361,21 +361,24 @@ def plan(
     print(f"  {'total':<20} {fmt(peak):>10}")
     if uses_vllm and compat.effective(recipe["training"], "vllm_mode") == "server":
         print("vLLM server mode: generation runs on the server's GPUs (trl vllm-serve); nothing counted here")
-    advice = vllm_advice(recipe, shape, prompt_len, rows, launch)
-    if advice:
-        print(f"vllm_gpu_memory_utilization: {advice[1]}")
-        if advice[2]:
+    vllm = vllm_advice(recipe, shape, prompt_len, rows, launch)
+    if vllm:
+        print(f"vllm_gpu_memory_utilization: {vllm[1]}")
+        if vllm[2]:
             print("vllm_gpu_memory_utilization: the recipe's value leaves vLLM less than it needs for one step's generations")
+    preset = algorithms.preset_keys(recipe.origins)
+    for line in advice.check(lambda key: compat.effective(recipe["training"], key), shape.params, preset):
+        print(f"advice: {line}")
     if budget is None:
         return None
-    if peak <= budget and not (advice and advice[2]):
+    if peak <= budget and not (vllm and vllm[2]):
         print(f"fits in {fmt(budget)} ({fmt(budget - peak)} to spare)")
         return True
     print(f"does not fit in {fmt(budget)} (over by {fmt(peak - budget)}); each change below, alone, would give:")
     doc = apply_overrides(read_yaml(locate(ref)), overrides)
     options = alternatives(recipe, device, shape.params)
-    if advice and advice[0] is not None:
-        options.insert(0, [f"training.vllm_gpu_memory_utilization={advice[0]}"])
+    if vllm and vllm[0] is not None:
+        options.insert(0, [f"training.vllm_gpu_memory_utilization={vllm[0]}"])
     tried = []
     for extra in options:
         try:

@@ -20,6 +20,8 @@ import yaml
 
 from grpo_ext import (
     adapters,
+    advice,
+    algorithms,
     compat,
     console,
     data,
@@ -143,6 +145,8 @@ def dry_run(recipe: Recipe) -> None:
     print(f"recipe: {recipe.path} (valid)")
     print(f"model: {source.describe()}{state}")
     print(f"training: {adapters.describe(recipe['model'])}")
+    if recipe.data.get("algorithm"):
+        print(f"algorithm: {recipe['algorithm']} ({algorithms.VARIANTS[recipe['algorithm']].paper}); keys the recipe sets win")
     print("rewards: " + ", ".join(f"{f.__name__} (weight {w})" for f, w in zip(recipe.reward_funcs, recipe.weights, strict=True)))
     print(f"data: {_training_data(d)}; {_eval_prompts(d)}; chat format: {d['chat']}")
     print(f"output_dir: {recipe['output_dir']}")
@@ -152,7 +156,8 @@ def dry_run(recipe: Recipe) -> None:
         f"(TRL defaults from the table of trl {table['trl']} with transformers {table['transformers']})"
     )
     launch_decides = {"gradient_checkpointing"} - set(recipe["training"])  # shown below, not as TRL's default
-    rows = [row for row in compat.effective_rows(recipe["training"], passed) if row[0] not in launch_decides]
+    rows = compat.effective_rows(recipe["training"], passed, origins=recipe.origins)
+    rows = [row for row in rows if row[0] not in launch_decides]
     rows += [
         ("reward_weights", kwargs["reward_weights"], "recipe: rewards[i].weight"),
         ("output_dir", kwargs["output_dir"], "recipe: output_dir"),
@@ -173,6 +178,9 @@ def dry_run(recipe: Recipe) -> None:
         )
     for note in notes + adapters.missing_packages(recipe["model"]):
         print(f"note: {note}")
+    preset = algorithms.preset_keys(recipe.origins)
+    for line in advice.check(lambda key: compat.effective(recipe["training"], key), preset=preset):
+        print(f"advice: {line}")
 
 
 @dataclass

@@ -45,7 +45,8 @@ def no_hub(monkeypatch):
 
 def tiny_doc(digit_doc: dict, tiny_model: Path, output_dir: Path, **sections) -> dict:
     """The shipped digit recipe made tiny (seconds per run): 2 steps of 4 completions, 2 eval prompts x 2
-    samples; ``sections`` update its sections or set top-level keys."""
+    samples, no reward pre-flight (these tests count reward calls and samples; tests/test_health.py drives the
+    pre-flight); ``sections`` update its sections or set top-level keys."""
     doc = digit_doc
     doc["model"]["name"] = str(tiny_model)
     doc["training"].update(
@@ -54,6 +55,7 @@ def tiny_doc(digit_doc: dict, tiny_model: Path, output_dir: Path, **sections) ->
     doc["data"]["eval_prompts"] = doc["data"]["eval_prompts"][:2]
     doc["eval"]["samples"] = 2
     doc["output_dir"] = str(output_dir)
+    doc["health"] = {"preflight": "off"}
     for key, value in sections.items():
         if isinstance(value, dict) and isinstance(doc.get(key), dict):
             doc[key].update(value)

@@ -57,7 +57,7 @@ def test_skipped_reward_errors_are_counted_per_step(tiny_model, digit_doc, tmp_p
     lines = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [line["reward_errors/picky"] for line in lines] == [2.0, 2.0]  # the two bad-prompt samples, each step
     assert [line["rewards/picky/mean"] for line in lines] == [1.0, 1.0]  # the skipped samples are left out
-    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning" in line]
+    warnings = [line for line in capsys.readouterr().err.splitlines() if "warning: reward 'picky'" in line]  # not health's
     assert len(warnings) == 1 and "raised ValueError: cannot judge a bad prompt on sample" in warnings[0]
 
 

@@ -72,7 +72,8 @@ def test_terminal_shows_only_our_lines(tiny_recipe, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert [line for line in proc.stderr.splitlines() if not line.startswith("grpo_ext: ")] == []
-    assert proc.stdout.splitlines()[1].startswith("reward ") and proc.stdout.splitlines()[-1].startswith("mean length")
+    table = proc.stdout.splitlines()
+    assert table[1].startswith("reward ") and table[-1].startswith("after vs before, pass rate of digit_shaped: ")
 
 
 def test_finished_run_is_not_overwritten(tiny_recipe, tmp_path, no_hub, capsys):

@@ -135,15 +135,9 @@ def _check_columns(reward_funcs: list, columns: list[str], rows: str) -> None:
         raise RecipeError(problems)
 
 
-def holds_out(d: dict) -> bool:
-    """Whether the eval rows are held out of the training rows."""
-    no_other = all(d.get(k) is None for k in ("eval_prompts", "eval_file", "eval_split", "source"))
-    return no_other and (d.get("eval_fraction") is not None or d.get("eval_size") is not None)
-
-
 def has_eval(d: dict) -> bool:
     """Whether the recipe names held-out rows (a source of eval rows, or rows held out of training)."""
-    return holds_out(d) or any(d.get(k) is not None for k in ("eval_prompts", "eval_file", "eval_split", "source"))
+    return datafiles.holds_out(d) or any(d.get(k) is not None for k in ("eval_prompts", "eval_file", "eval_split", "source"))
 
 
 def _eval(d: dict, base_dir: Path, reward_funcs: list) -> list[dict]:
@@ -169,7 +163,7 @@ def load(d: dict, base_dir: Path, seed: int, reward_funcs: list, eval_enabled: b
     """The training and eval rows of a recipe's data section, each with a ``prompt``. Hub rows are checked here for
     the columns the rewards need (a file's were checked with the recipe), before any model loads."""
     train = _train(d, base_dir, reward_funcs)
-    if eval_enabled and holds_out(d):
+    if eval_enabled and datafiles.holds_out(d):
         train, held, note = _hold_out(train, d, seed)
         return Rows(train, held, [note])
     return Rows(train, _eval(d, base_dir, reward_funcs) if eval_enabled else [], [])
@@ -263,4 +257,4 @@ def train_rows(d: dict, base_dir: Path, limit: int | None = None) -> list[dict]:
 
 def eval_rows(d: dict, base_dir: Path, seed: int = 0) -> list[dict]:
     """The held-out rows scored before and after training (none when the recipe has none)."""
-    return load(d, base_dir, seed, []).eval if holds_out(d) else _eval(d, base_dir, [])
+    return load(d, base_dir, seed, []).eval if datafiles.holds_out(d) else _eval(d, base_dir, [])

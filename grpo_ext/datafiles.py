@@ -45,6 +45,13 @@ def check_path(path: Path, key: str) -> str | None:
     return None
 
 
+def holds_out(data_cfg: dict) -> bool:
+    """Whether the eval rows are held out of the training rows: ``eval_fraction``, or ``eval_size`` without an
+    ``eval_file`` or ``eval_split`` (whose first rows it would otherwise pick)."""
+    size_alone = data_cfg.get("eval_size") is not None and not (data_cfg.get("eval_file") or data_cfg.get("eval_split"))
+    return data_cfg.get("eval_fraction") is not None or size_alone
+
+
 def splits(path: Path) -> list[str] | None:
     """The splits of a saved DatasetDict, None for any other data path."""
     index = path / "dataset_dict.json"

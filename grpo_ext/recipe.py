@@ -416,7 +416,7 @@ def _check_pass_at(ev: dict, problems: list[str]) -> None:
 
 
 TRAIN_SOURCES = ("prompts", "file", "source", "hub")
-EVAL_SOURCES = ("eval_prompts", "eval_file", "eval_split", "eval_fraction")
+EVAL_SOURCES = ("eval_prompts", "eval_file", "eval_split")  # and rows held out of the training rows
 
 
 def _check_sources(d: dict, given: dict, eval_enabled: bool, base_dir: Path) -> list[str]:
@@ -452,12 +452,12 @@ def _check_sources(d: dict, given: dict, eval_enabled: bool, base_dir: Path) -> 
         problems.append(f"data.eval_fraction: {fraction} is not between 0 and 1; e.g. 0.1 holds out a tenth of the rows")
     if fraction is not None and d.get("eval_size") is not None:
         problems.append("data: eval_fraction and eval_size are both given; hold out a share or a number of rows")
-    eval_sources = [k for k in EVAL_SOURCES if d.get(k) is not None]
+    holds_out = datafiles.holds_out(d)
+    key = "eval_fraction" if fraction is not None else "eval_size"
+    eval_sources = [k for k in EVAL_SOURCES if d.get(k) is not None] + ([key] if holds_out else [])
     if len(eval_sources) > 1:
         problems.append(f"data: {' and '.join(eval_sources)} are all given; keep one source of eval rows")
-    holds_out = fraction is not None or (d.get("eval_size") is not None and not (d.get("eval_file") or d.get("eval_split")))
     if holds_out and not (d.get("file") or d.get("hub")):
-        key = "eval_fraction" if fraction is not None else "eval_size"
         instead = "the generator keeps its own held-out rows" if d.get("source") else "give eval_prompts instead"
         problems.append(f"data.{key}: holds out rows of data.file or data.hub only; {instead}")
     if d.get("eval_split") is not None and not d.get("hub"):

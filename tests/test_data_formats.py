@@ -120,6 +120,20 @@ def test_held_out_rows_are_never_trained_on_and_follow_the_seed(tmp_path):
     assert "held out 3 of 10 training rows" in first.notes[0]
 
 
+@pytest.mark.parametrize(
+    "section,expected",
+    [
+        # eval_size beside eval_prompts could mean either; validate and the run must not read it two ways
+        ({"file": "d.jsonl", "eval_prompts": ["What is 2+2?"], "eval_size": 2}, "data: eval_prompts and eval_size are all given"),
+        ({"file": "d.jsonl", "eval_file": "d.jsonl", "eval_fraction": 0.5}, "data: eval_file and eval_fraction are all given"),
+    ],
+)
+def test_one_source_of_eval_rows(section, expected, tmp_path):
+    jsonl(tmp_path / "d.jsonl", [{"prompt": q, "answer": a} for q, a in QUESTIONS])
+    with pytest.raises(recipe.RecipeError, match=expected):
+        recipe.validate({**_minimal(), "data": section}, tmp_path / "r.yaml")
+
+
 def _minimal() -> dict:
     return {"model": {"name": "smollm2-135m-instruct"}, "rewards": ["digit_exact"], "output_dir": "runs/x"}
 

@@ -25,6 +25,7 @@ from grpo_ext import (
     compat,
     console,
     data,
+    datafiles,
     generators,
     hardware,
     health,
@@ -125,7 +126,7 @@ def _eval_prompts(d: dict) -> str:
         return f"eval rows from {d['eval_file']}" + (f" (first {d['eval_size']})" if d["eval_size"] else "")
     if d["eval_split"]:
         return f"eval rows from split {d['eval_split']}" + (f" (first {d['eval_size']})" if d["eval_size"] else "")
-    if data.holds_out(d):
+    if datafiles.holds_out(d):
         share = d["eval_size"] if d["eval_size"] is not None else f"a share of {d['eval_fraction']}"
         return f"eval rows held out of the training rows ({share}, by seed; never trained on)"
     if d["source"]:

@@ -47,6 +47,25 @@ RANGES = {
 }
 
 
+# Generation settings that transformers' generate() takes and vLLM's SamplingParams does not.
+TRANSFORMERS_ONLY_GENERATION = frozenset(
+    {
+        "exponential_decay_length_penalty",
+        "no_repeat_ngram_size",
+        "num_beams",
+        "renormalize_logits",
+        "suppress_tokens",
+        "begin_suppress_tokens",
+        "forced_eos_token_id",
+        "sequence_bias",
+        "epsilon_cutoff",
+        "eta_cutoff",
+        "typical_p",
+        "encoder_repetition_penalty",
+    }
+)
+
+
 def _sizes(v: Value) -> list[str]:
     return [
         f"training.{key}: must be at least 1, got {v(key)}"
@@ -175,6 +194,14 @@ def _combinations(v: Value) -> list[str]:
             f"training.lr_scheduler_type: {v('lr_scheduler_type')!r} needs TRL's evaluation, which grpo_ext does "
             f"not run; use constant, linear or cosine"
         )
+    generation = v("generation_kwargs")
+    if isinstance(generation, dict) and v("use_vllm") is True:
+        only = sorted(set(generation) & TRANSFORMERS_ONLY_GENERATION)
+        if only:
+            problems.append(
+                f"training.generation_kwargs: {', '.join(only)} works with transformers' generation only, "
+                f"and vLLM has no such setting; remove it or set use_vllm: false"
+            )
     if v("dataloader_prefetch_factor") is not None and not v("dataloader_num_workers"):
         problems.append("training.dataloader_prefetch_factor: needs dataloader_num_workers above 0")
     return problems

@@ -319,6 +319,8 @@ def check_training(training: dict, installed: Version | None = None) -> list[str
             else:
                 valid[key] = value
             continue
+        if key in batch_rules.STRATEGIES and value is False:
+            training[key] = value = "no"  # YAML 1.1 reads an unquoted `no` as false
         spec = _spec(key, v)
         if spec:
             coerced, ok = coerce(value, spec["kinds"])

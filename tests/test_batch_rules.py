@@ -79,7 +79,21 @@ CASES = [
         True,
     ),
     ({"dataloader_prefetch_factor": 2}, "training.dataloader_prefetch_factor: needs dataloader_num_workers above 0", True),
+    ({"generation_kwargs": {"exponential_decay_length_penalty": [1, 1.3]}}, None, False),
+    (
+        {"use_vllm": True, "generation_kwargs": {"exponential_decay_length_penalty": [1, 1.3], "min_tokens": 1}},
+        "training.generation_kwargs: exponential_decay_length_penalty works with transformers' generation only",
+        False,
+    ),
 ]
+
+
+@pytest.mark.parametrize("key", ["save_strategy", "logging_strategy", "eval_strategy"])
+def test_unquoted_no_is_the_strategy_no(key):
+    """YAML reads an unquoted ``no`` as false; for a strategy key it means the string 'no'."""
+    training = {**BASE, key: False}
+    assert compat.check_training(training) == []
+    assert training[key] == "no"
 
 
 @pytest.mark.parametrize("settings,expected,trl_refuses", CASES, ids=[str(c[0])[:50] for c in CASES])

@@ -12,6 +12,7 @@ silent. Pure Python over ``metrics.jsonl`` records, so a run's watchdog and ``gr
 
 import math
 import statistics
+import time
 from dataclasses import asdict, dataclass
 
 from grpo_ext.base import fmt, plural
@@ -92,6 +93,7 @@ class Watchdog:
         self.findings: list[Finding] = []
         self.fired: set[str] = set()
         self.stopped_by: Finding | None = None
+        self.seconds = 0.0  # time spent in the live hook, the watchdog's whole cost to a run
 
     def update(self, record: dict) -> list[Finding]:
         self.records.append(record)
@@ -105,6 +107,7 @@ class Watchdog:
         after a checkpoint is saved (``stopped_by`` names it)."""
 
         def watch(record: dict, control) -> list[dict]:
+            started = time.perf_counter()
             new = self.update(record)
             for finding in new:
                 log(finding.line())
@@ -113,7 +116,9 @@ class Watchdog:
                 self.stopped_by = warning
                 control.should_save = True
                 control.should_training_stop = True
-            return [f.to_dict() for f in new]
+            found = [f.to_dict() for f in new]
+            self.seconds += time.perf_counter() - started
+            return found
 
         return watch
 
@@ -324,11 +329,14 @@ def replay(records: list[dict], limits: dict | None = None, pass_thresholds: dic
     return dog
 
 
-def verdict(findings: list[Finding], preflight: dict | None = None) -> dict:
-    """summary.json's ``health``: the pre-flight, the watchdog's findings, and healthy or not (any warning)."""
+def verdict(findings: list[Finding], preflight: dict | None = None, seconds: float | None = None) -> dict:
+    """summary.json's ``health``: the pre-flight, the watchdog's findings, healthy or not (any warning), and the
+    seconds the live watchdog took (``watchdog_seconds``, when it ran)."""
     warnings = [f for f in findings if f.severity == "warning"]
     warnings += [f for f in (preflight or {}).get("findings", []) if f["severity"] == "warning"]
     out = {"status": "unhealthy" if warnings else "healthy", "findings": [f.to_dict() for f in findings]}
+    if seconds is not None:
+        out["watchdog_seconds"] = round(seconds, 6)
     return ({"preflight": preflight} if preflight else {}) | out
 
 

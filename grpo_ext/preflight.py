@@ -121,16 +121,19 @@ def sample_and_score(
 ):
     """Sample ``num_generations`` completions per row as training would, score each with every reward.
 
-    ``s``: the run's eval settings (seed, precision, batch size), resampled at training's temperature and length.
+    ``s``: the run's eval settings (seed, precision, batch size), resampled at training's temperature and length
+    and with its ``generation_kwargs``.
     Returns (stats, findings, seconds spent).
     """
     t0 = time.monotonic()
     group = compat.effective(training, "num_generations")
+    generation = compat.effective(training, "generation_kwargs")
     s = dataclasses.replace(
         s,
         samples=group,
         temperature=compat.effective(training, "temperature"),
         max_new_tokens=compat.effective(training, "max_completion_length"),
+        generation=tuple(generation.items()) if isinstance(generation, dict) else (),
     )
     with scoring.precision(model, s):
         completions, ids = scoring.sample(model, tokenizer, [r["prompt"] for r in rows], s)

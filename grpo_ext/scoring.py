@@ -26,10 +26,12 @@ class Settings:
     seed: int
     bf16: bool = False  # sample under bf16 autocast, the arithmetic training uses when its bf16 is on
     pass_at: tuple[int, ...] = (1,)  # k values of pass@k
+    generation: tuple = ()  # (key, value) pairs passed on to generate(): training's generation_kwargs, for the pre-flight
 
     def key(self) -> dict:
         """What makes two evals of one model give the same samples: equal keys, equal results."""
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "batch_size"} | {
+        skip = {"batch_size"} | ({"generation"} if not self.generation else set())
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip} | {
             "pass_at": list(self.pass_at)
         }
 
@@ -102,9 +104,7 @@ def sample(model, tokenizer, prompts: list, s: Settings) -> tuple[list[list[str]
                     max_new_tokens=s.max_new_tokens,
                     num_return_sequences=samples,
                     pad_token_id=tokenizer.pad_token_id,
-                    top_k=0,
-                    top_p=1.0,
-                    **sampling,
+                    **({"top_k": 0, "top_p": 1.0} | sampling | dict(s.generation)),
                 )
             generated = ids[:, enc["input_ids"].shape[1] :]
             decoded = tokenizer.batch_decode(generated, skip_special_tokens=True)

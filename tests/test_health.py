@@ -209,6 +209,33 @@ def test_preflight_strict_reward_words():
     }  # fmt: skip
 
 
+def test_preflight_samples_with_training_generation_settings(monkeypatch):
+    """The pre-flight samples as training will: its temperature, length, group size and generation_kwargs."""
+    from grpo_ext import scoring
+
+    seen = []
+
+    def fake_sample(model, tokenizer, prompts, s):
+        seen.append(s)
+        return [["7"] * s.samples for _ in prompts], [[[55]] * s.samples for _ in prompts]
+
+    monkeypatch.setattr(scoring, "sample", fake_sample)
+    monkeypatch.setattr(scoring, "precision", lambda model, s: __import__("contextlib").nullcontext())
+    training = {"num_generations": 4, "temperature": 0.7, "max_completion_length": 5}
+    training["generation_kwargs"] = {"exponential_decay_length_penalty": [1, 1.3]}
+    base = scoring.Settings(samples=8, max_new_tokens=32, temperature=1.0, batch_size=64, pass_threshold=1.0, seed=3)
+    reward = lambda completions, **kw: [1.0] * len(completions)  # noqa: E731
+    reward.__name__ = "one"
+    stats, _, _ = preflight.sample_and_score(
+        None, None, [{"prompt": "p"}], [reward], [1.0], training, base, chat=False, limits=health.LIMITS
+    )
+    (s,) = seen
+    assert (s.samples, s.temperature, s.max_new_tokens, s.seed) == (4, 0.7, 5, 3)
+    assert dict(s.generation) == {"exponential_decay_length_penalty": [1, 1.3]}
+    assert "generation" in s.key() and "generation" not in base.key()  # an eval's key is unchanged
+    assert stats["rewards"]["one"]["samples"] == 4
+
+
 def write_run(path, records: list[dict], status: str = "completed", health_cfg: dict | None = None, summary_extra=None):
     path.mkdir()
     (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))

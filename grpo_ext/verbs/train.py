@@ -349,7 +349,9 @@ def optimize(r: Run) -> None:
 
 def _record_progress(r: Run) -> None:
     """Steps done, training time, the reward at the first and last step, and health, so far (also after a stop)."""
-    r.summary["health"] = health.verdict(r.watchdog.findings, (r.summary.get("health") or {}).get("preflight"))
+    r.summary["health"] = health.verdict(
+        r.watchdog.findings, (r.summary.get("health") or {}).get("preflight"), r.watchdog.seconds
+    )
     if r.started is None:
         return
     r.summary["train_seconds"] = round(time.monotonic() - r.started, 1)

@@ -9,7 +9,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
-def launch(name: str, max_steps: int, check_every: int = 0) -> dict:
+def launch(name: str, max_steps: int, check_every: int = 0, extra: list[str] | None = None) -> dict:
     launched = time.time()
     cmd = [
         sys.executable,
@@ -21,6 +21,7 @@ def launch(name: str, max_steps: int, check_every: int = 0) -> dict:
         str(check_every),
         "--launched",
         repr(launched),
+        *(extra or []),
     ]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE.parent, check=False)
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]

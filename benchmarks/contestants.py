@@ -16,6 +16,11 @@ Every contestant gets the same callback: every K steps it samples 8 completions 
 prompt and scores digit_exact; at a pass rate of 0.9 or more it stops training. Each step's wall time
 is recorded. The process prints one JSON line: steps, step times, checks, and when it solved the task,
 in seconds since --launched (the parent's launch time).
+
+With --anatomy, each step's time is also split into phases (``phases``: one dict per step, seconds of each
+phase, exclusive of the phases nested in it; ``other`` is the rest of the step): generation, reward scoring,
+forward passes without gradient (old or reference log-probs), the loss's forward pass and the loss itself,
+backward, and the optimizer step. The timers wrap TRL's and accelerate's own methods in this process only.
 """
 
 import argparse
@@ -89,7 +94,63 @@ def race_callback(eval_prompts: list, chat: bool, check_every: int, launched: fl
     return Race()
 
 
-def plain_trl(config: dict, prompts: list, reward_funcs: list, chat: bool, cb) -> None:
+def phase_timers(record: dict):
+    """Wrap the methods that make up a GRPO step with timers; return a callback that closes each step's tally."""
+    from accelerate import Accelerator
+    from accelerate.optimizer import AcceleratedOptimizer
+    from transformers import TrainerCallback
+    from trl import GRPOTrainer
+
+    methods = [
+        (GRPOTrainer, "_generate_single_turn", "generation"),
+        (GRPOTrainer, "_calculate_rewards", "rewards"),
+        (GRPOTrainer, "_get_per_token_logps_and_entropies", "forward"),
+        (GRPOTrainer, "_compute_loss", "loss"),
+        (Accelerator, "backward", "backward"),
+        (AcceleratedOptimizer, "step", "optimizer"),
+    ]
+    tally: dict[str, float] = {}
+    stack: list[list] = []  # [phase, seconds spent in phases nested inside it]
+    missing = [name for cls, name, _ in methods if not hasattr(cls, name)]
+    if missing:
+        raise SystemExit(f"error: --anatomy: this TRL has no {', '.join(missing)}; the phase timers need them")
+
+    def timed(fn, phase):
+        def wrapper(*args, **kwargs):
+            label = phase
+            if phase == "forward":  # a log-prob pass inside the loss has a gradient; the others do not
+                label = "loss forward" if any(frame[0] == "loss" for frame in stack) else "forward, no grad"
+            stack.append([label, 0.0])
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                spent = time.perf_counter() - t0
+                _, nested = stack.pop()
+                tally[label] = tally.get(label, 0.0) + spent - nested
+                if stack:
+                    stack[-1][1] += spent
+
+        return wrapper
+
+    for cls, name, phase in methods:
+        setattr(cls, name, timed(getattr(cls, name), phase))
+
+    class Phases(TrainerCallback):
+        def on_step_begin(self, args, state, control, **kw):
+            tally.clear()
+            self.t0 = time.perf_counter()
+
+        def on_step_end(self, args, state, control, **kw):
+            total = time.perf_counter() - self.t0
+            step = {k: round(v, 4) for k, v in tally.items()}
+            step["other"] = round(total - sum(tally.values()), 4)
+            record.setdefault("phases", []).append(step)
+
+    return Phases()
+
+
+def plain_trl(config: dict, prompts: list, reward_funcs: list, chat: bool, cb, extra: list | None = None) -> None:
     import torch
     from datasets import Dataset
     from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -108,7 +169,12 @@ def plain_trl(config: dict, prompts: list, reward_funcs: list, chat: bool, cb) -
     with tempfile.TemporaryDirectory() as out:
         args = GRPOConfig(output_dir=out, **config)
         trainer = GRPOTrainer(
-            model=model, reward_funcs=reward_funcs, args=args, train_dataset=dataset, processing_class=tokenizer, callbacks=[cb]
+            model=model,
+            reward_funcs=reward_funcs,
+            args=args,
+            train_dataset=dataset,
+            processing_class=tokenizer,
+            callbacks=[cb, *(extra or [])],
         )
         trainer.train()
 
@@ -126,9 +192,11 @@ def main() -> None:
         metavar="KEY=VALUE",
         help="extra recipe override for 'ours' (e.g. training.bf16=true); repeatable",
     )
+    p.add_argument("--anatomy", action="store_true", help="split each step's time into its phases")
     args = p.parse_args()
     launched = args.launched or time.time()
     record = {"name": args.name, "first_step_at": None, "step_seconds": [], "checks": [], "solved_at": None, "solved_step": None}
+    extra = [phase_timers(record)] if args.anatomy else []
 
     import yaml
 
@@ -139,7 +207,7 @@ def main() -> None:
     if args.name == "seed":
         cb = race_callback(zh["data"]["eval_prompts"], False, args.check_every, launched, record)
         config = {**SEED_CONFIG, "use_cpu": True, "max_steps": args.max_steps, "report_to": "none", "disable_tqdm": True}
-        plain_trl(config, SEED_PROMPTS, [seed_reward], False, cb)
+        plain_trl(config, SEED_PROMPTS, [seed_reward], False, cb, extra)
     elif args.name == "plain":
         cb = race_callback(digit["data"]["eval_prompts"], True, args.check_every, launched, record)
         config = {
@@ -154,7 +222,7 @@ def main() -> None:
             "report_to": "none",
             "disable_tqdm": True,
         }
-        plain_trl(config, digit["data"]["prompts"], [digit_shaped], True, cb)
+        plain_trl(config, digit["data"]["prompts"], [digit_shaped], True, cb, extra)
     elif args.name == "same":
         import grpo_ext
         from grpo_ext import hardware, trainer
@@ -165,7 +233,7 @@ def main() -> None:
         kwargs.update(max_steps=args.max_steps, save_strategy="no")
         kwargs.pop("output_dir")
         cb = race_callback(digit["data"]["eval_prompts"], True, args.check_every, launched, record)
-        plain_trl(kwargs, digit["data"]["prompts"], [digit_exact, digit_shaped], True, cb)
+        plain_trl(kwargs, digit["data"]["prompts"], [digit_exact, digit_shaped], True, cb, extra)
     else:
         import grpo_ext
 
@@ -179,7 +247,7 @@ def main() -> None:
                 *args.set,
             ]
             try:
-                grpo_ext.train("digit", overrides, callbacks=[cb])
+                grpo_ext.train("digit", overrides, callbacks=[cb, *extra])
             except grpo_ext.RecipeError as exc:
                 raise SystemExit("\n".join(exc.lines())) from None
             except grpo_ext.RunError as exc:

@@ -9,7 +9,8 @@ when the held-out ``eval after`` pass rate of ``--metric`` reaches ``--solved``;
 recorded a warning while it trained (``summary.json``, ``health.findings``). A miss is a seed that did not
 solve and was not flagged; a false alarm is a seed that solved and was flagged. ``grpo-ext doctor`` is run
 on each directory and must name the same warnings the run printed (the ``health:`` lines of its log).
-It also prints the watchdog's own cost per step, measured by replaying each run's metrics.
+It also prints the watchdog's own cost: the time its hook took inside each run (``summary.json``,
+``health.watchdog_seconds``) against the run's training time, and its time per step replaying the metrics.
 """
 
 import argparse
@@ -97,6 +98,8 @@ def main() -> None:
             "doctor_agrees": named == said and code == (1 if findings else 0),
             "step_s": step_s,
             "watchdog_s": watchdog_cost(records, limits),
+            "live_s": summary["health"].get("watchdog_seconds"),
+            "train_s": summary.get("train_seconds"),
         }
         rows.append(row)
         verdict = {(True, False): "ok", (False, True): "ok", (True, True): "FALSE ALARM", (False, False): "MISS"}[
@@ -117,7 +120,17 @@ def main() -> None:
     print(f"doctor agrees with the run on {sum(r['doctor_agrees'] for r in rows)}/{len(rows)}")
     cost = statistics.median(r["watchdog_s"] for r in rows)
     step = statistics.median(r["step_s"] for r in rows)
-    print(f"watchdog {cost * 1e6:.0f} us per step, step {step:.2f} s (median): ratio with/without {(step + cost) / step:.5f}")
+    print(
+        f"watchdog replayed: {cost * 1e6:.0f} us per step, step {step:.2f} s (median): "
+        f"ratio with/without {(step + cost) / step:.5f}"
+    )
+    live = [r for r in rows if r["live_s"] is not None and r["train_s"]]
+    if live:
+        spent, trained = sum(r["live_s"] for r in live), sum(r["train_s"] for r in live)
+        print(
+            f"watchdog live: {spent * 1e3:.1f} ms inside {trained:.0f} s of training over {len(live)} runs: "
+            f"ratio with/without {trained / (trained - spent):.5f}"
+        )
 
 
 if __name__ == "__main__":

@@ -8,9 +8,11 @@ own process, checkpoints off) and is judged by the run's own held-out ``eval aft
 solved when the pass rate of ``--metric`` reaches ``--solved`` (0.9). The shipped recipe always runs
 first as ``shipped``; the candidates add their overrides to it. Seeds alternate between contestants so
 that a slow patch of the machine hits all of them alike. The last lines compare each candidate with the
-shipped recipe: seeds solved, mean pass rate after, and median wall time per run. Each share of seeds solved
-and each mean pass rate has its 95% interval over seeds (``grpo_ext.evalstats``: the seed is the unit), and
-each candidate's per-seed pass rates are compared with the shipped recipe's on the same seeds (paired).
+shipped recipe: seeds solved, mean pass rate after, and median wall time per run. With ``--keep DIR`` each run
+stays in ``DIR/LABEL/seed-N`` with its log beside it, the layout ``benchmarks/health.py --tally-only`` reads.
+Each share of seeds solved and each mean pass rate has its 95% interval over seeds (``grpo_ext.evalstats``: the
+seed is the unit), and each candidate's per-seed pass rates are compared with the shipped recipe's on the same
+seeds (paired).
 """
 
 import argparse
@@ -44,8 +46,7 @@ def candidate(text: str) -> tuple[str, list[str]]:
     return label.strip(), shlex.split(overrides)
 
 
-def run_once(recipe: str, seed: int, overrides: list[str], metric: str, work: Path) -> dict:
-    out = work / f"run-{time.monotonic_ns()}"
+def run_once(recipe: str, seed: int, overrides: list[str], metric: str, out: Path) -> dict:
     cmd = [
         sys.executable,
         "-m",
@@ -56,10 +57,12 @@ def run_once(recipe: str, seed: int, overrides: list[str], metric: str, work: Pa
         f"output_dir={out}",
         "training.save_strategy='no'",
         *overrides,
+        "--overwrite",
     ]
     t0 = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
     wall = time.monotonic() - t0
+    out.with_suffix(".log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
     if proc.returncode != 0:
         sys.exit(f"error: {' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
@@ -82,15 +85,22 @@ def main() -> None:
     )
     parser.add_argument("--metric", default="digit_exact", help="the eval reward whose pass rate decides")
     parser.add_argument("--solved", type=float, default=0.9, help="pass rate that counts as solved")
+    parser.add_argument(
+        "--keep",
+        metavar="DIR",
+        help="keep each run as DIR/LABEL/seed-N (and its log as seed-N.log), e.g. for benchmarks/health.py --tally-only",
+    )
     args = parser.parse_args()
 
     contestants = [("shipped", []), *args.candidate]
     results: dict[str, list[dict]] = {label: [] for label, _ in contestants}
     with tempfile.TemporaryDirectory(prefix="grpo-ext-seeds-") as tmp:
+        work = Path(args.keep).resolve() if args.keep else Path(tmp)
         for i, seed in enumerate(args.seeds):
             order = contestants if i % 2 == 0 else contestants[::-1]
             for label, overrides in order:
-                r = run_once(args.recipe, seed, overrides, args.metric, Path(tmp))
+                (work / label).mkdir(parents=True, exist_ok=True)
+                r = run_once(args.recipe, seed, overrides, args.metric, work / label / f"seed-{seed}")
                 results[label].append(r)
                 print(
                     f"seed {seed:<3} {label:<16} {args.metric} pass rate after {r['shown']:<20} "

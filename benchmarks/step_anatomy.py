@@ -1,0 +1,68 @@
+"""Where a GRPO step's time goes: each phase for plain TRL and for grpo_ext, at identical learning settings.
+
+    python benchmarks/step_anatomy.py [--rounds 2] [--steps 6] [--candidate "LABEL: key=value ..."]
+
+"same" is plain TRL given exactly the GRPOConfig grpo_ext builds from recipes/digit.yaml; "ours" is grpo_ext
+running that recipe (see benchmarks/contestants.py, whose --anatomy timers split each step into generation,
+reward scoring, forward passes without gradient, the loss's forward pass, the loss, backward, the optimizer
+step and the rest). Contestants alternate, one process per run; the first step of each run is left out
+(warm-up). Prints, per phase, the median seconds per step of each contestant, its share of the step, and the
+ratio to plain TRL; then the median step time of each contestant and its ratio to plain TRL. A candidate is
+grpo_ext with recipe overrides (an engine choice to try, e.g. ``training.generation_batch_size=32``).
+"""
+
+import argparse
+import shlex
+import statistics
+
+from _runner import launch
+
+ORDER = ["generation", "rewards", "forward, no grad", "loss forward", "loss", "backward", "optimizer", "other"]
+
+
+def candidate(text: str) -> tuple[str, list[str]]:
+    label, sep, overrides = text.partition(":")
+    if not sep or not label.strip() or not overrides.strip():
+        raise argparse.ArgumentTypeError(f"--candidate {text!r}: write it as 'LABEL: key=value [key=value ...]'")
+    return label.strip(), shlex.split(overrides)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--steps", type=int, default=6)
+    p.add_argument("--candidate", type=candidate, action="append", default=[], help="'LABEL: key=value ...' for grpo_ext")
+    args = p.parse_args()
+    contestants = [("plain TRL", "same", []), ("grpo_ext", "ours", [])]
+    contestants += [(label, "ours", sets) for label, sets in args.candidate]
+    phases: dict[str, list[dict]] = {label: [] for label, _, _ in contestants}
+    steps: dict[str, list[float]] = {label: [] for label, _, _ in contestants}
+    for i in range(args.rounds):
+        for label, name, sets in contestants if i % 2 == 0 else contestants[::-1]:
+            extra = ["--anatomy", *[f"--set={s}" for s in sets]]
+            r = launch(name, args.steps, extra=extra)
+            phases[label].extend(r["phases"][1:])
+            steps[label].extend(r["step_seconds"][1:])
+            print(f"round {i + 1} {label:<12} median step {statistics.median(r['step_seconds'][1:]):.3f} s", flush=True)
+
+    def per_step(label: str, phase: str) -> float:
+        return statistics.median(step.get(phase, 0.0) for step in phases[label])
+
+    labels = [label for label, _, _ in contestants]
+    print()
+    print(f"{'phase':<18}" + "".join(f"{label:>24}" for label in labels) + "".join(f"{'ratio ' + lb:>22}" for lb in labels[1:]))
+    for phase in ORDER:
+        cells, base = [], per_step("plain TRL", phase)
+        for label in labels:
+            total = statistics.median(steps[label])
+            value = per_step(label, phase)
+            cells.append(f"{value:>10.3f} s ({value / total:>5.1%})")
+        ratios = [f"{per_step(lb, phase) / base:>22.2f}" if base > 0.0005 else f"{'-':>22}" for lb in labels[1:]]
+        print(f"{phase:<18}" + "".join(f"{c:>24}" for c in cells) + "".join(ratios))
+    base = statistics.median(steps["plain TRL"])
+    print(f"{'step (median)':<18}" + "".join(f"{statistics.median(steps[lb]):>22.3f} s" for lb in labels), end="")
+    print("".join(f"{statistics.median(steps[lb]) / base:>22.3f}" for lb in labels[1:]))
+
+
+if __name__ == "__main__":
+    main()

@@ -48,6 +48,8 @@ def test_tiny_sweep(tiny_model, digit_doc, tmp_path):
             "two: training.max_steps=2",
             "--solved",
             "0.0",
+            "--keep",
+            str(tmp_path / "kept"),
         ],
         capture_output=True,
         text=True,
@@ -68,3 +70,22 @@ def test_tiny_sweep(tiny_model, digit_doc, tmp_path):
     assert any(line.startswith("shipped ") and "solved 2/2 seeds [" in line for line in lines)
     assert any(line.startswith("two vs shipped, mean pass rate on the same seeds: ") for line in lines)
     assert lines[-1].startswith("ratio two/shipped: seeds solved 1.00, wall ")
+    # --keep leaves each run where benchmarks/health.py reads it
+    for label in ("shipped", "two"):
+        for seed in (0, 1):
+            assert (tmp_path / "kept" / label / f"seed-{seed}" / "summary.json").is_file()
+            assert "grpo_ext: done in" in (tmp_path / "kept" / label / f"seed-{seed}.log").read_text()
+    tally = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "health.py"), "--tally-only", "--out", str(tmp_path / "kept" / "two")]
+        + ["--seeds", "0-1", "--solved", "0.0"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=600,
+        check=False,
+    )
+    assert tally.returncode == 0, tally.stderr[-2000:]
+    out = tally.stdout.splitlines()
+    assert [line.split()[:2] for line in out if line.startswith("seed ") and "pass rate" in line] == [["seed", "0"], ["seed", "1"]]
+    live = [line for line in out if line.startswith("watchdog live: ")]
+    assert len(live) == 1 and "over 2 runs: ratio with/without 1.0" in live[0], out

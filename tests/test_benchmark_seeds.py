@@ -86,6 +86,7 @@ def test_tiny_sweep(tiny_model, digit_doc, tmp_path):
     )
     assert tally.returncode == 0, tally.stderr[-2000:]
     out = tally.stdout.splitlines()
-    assert [line.split()[:2] for line in out if line.startswith("seed ") and "pass rate" in line] == [["seed", "0"], ["seed", "1"]]
+    tallied = [line.split()[:2] for line in out if line.startswith("seed ") and "pass rate" in line]
+    assert tallied == [["seed", "0"], ["seed", "1"]]
     live = [line for line in out if line.startswith("watchdog live: ")]
     assert len(live) == 1 and "over 2 runs: ratio with/without 1.0" in live[0], out

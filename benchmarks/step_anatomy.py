@@ -6,25 +6,19 @@
 running that recipe (see benchmarks/contestants.py, whose --anatomy timers split each step into generation,
 reward scoring, forward passes without gradient, the loss's forward pass, the loss, backward, the optimizer
 step and the rest). Contestants alternate, one process per run; the first step of each run is left out
-(warm-up). Prints, per phase, the median seconds per step of each contestant, its share of the step, and the
-ratio to plain TRL; then the median step time of each contestant and its ratio to plain TRL. A candidate is
+(warm-up). Prints, per phase, the mean seconds per step of each contestant (a mean, so that work done every
+other step, such as generation with ``generation_batch_size`` twice the batch, counts at its share), its share
+of the step, and the ratio to plain TRL; then the mean step time of each contestant and its ratio to plain TRL. A candidate is
 grpo_ext with recipe overrides (an engine choice to try, e.g. ``training.generation_batch_size=32``).
 """
 
 import argparse
-import shlex
 import statistics
 
 from _runner import launch
+from seeds import candidate  # benchmarks/seeds.py: 'LABEL: key=value ...'
 
 ORDER = ["generation", "rewards", "forward, no grad", "loss forward", "loss", "backward", "optimizer", "other"]
-
-
-def candidate(text: str) -> tuple[str, list[str]]:
-    label, sep, overrides = text.partition(":")
-    if not sep or not label.strip() or not overrides.strip():
-        raise argparse.ArgumentTypeError(f"--candidate {text!r}: write it as 'LABEL: key=value [key=value ...]'")
-    return label.strip(), shlex.split(overrides)
 
 
 def main() -> None:
@@ -43,10 +37,10 @@ def main() -> None:
             r = launch(name, args.steps, extra=extra)
             phases[label].extend(r["phases"][1:])
             steps[label].extend(r["step_seconds"][1:])
-            print(f"round {i + 1} {label:<12} median step {statistics.median(r['step_seconds'][1:]):.3f} s", flush=True)
+            print(f"round {i + 1} {label:<12} mean step {statistics.fmean(r['step_seconds'][1:]):.3f} s", flush=True)
 
     def per_step(label: str, phase: str) -> float:
-        return statistics.median(step.get(phase, 0.0) for step in phases[label])
+        return statistics.fmean(step.get(phase, 0.0) for step in phases[label])
 
     labels = [label for label, _, _ in contestants]
     print()
@@ -54,14 +48,14 @@ def main() -> None:
     for phase in ORDER:
         cells, base = [], per_step("plain TRL", phase)
         for label in labels:
-            total = statistics.median(steps[label])
+            total = statistics.fmean(steps[label])
             value = per_step(label, phase)
             cells.append(f"{value:>10.3f} s ({value / total:>5.1%})")
         ratios = [f"{per_step(lb, phase) / base:>22.2f}" if base > 0.0005 else f"{'-':>22}" for lb in labels[1:]]
         print(f"{phase:<18}" + "".join(f"{c:>24}" for c in cells) + "".join(ratios))
-    base = statistics.median(steps["plain TRL"])
-    print(f"{'step (median)':<18}" + "".join(f"{statistics.median(steps[lb]):>22.3f} s" for lb in labels), end="")
-    print("".join(f"{statistics.median(steps[lb]) / base:>22.3f}" for lb in labels[1:]))
+    base = statistics.fmean(steps["plain TRL"])
+    print(f"{'step (mean)':<18}" + "".join(f"{statistics.fmean(steps[lb]):>22.3f} s" for lb in labels), end="")
+    print("".join(f"{statistics.fmean(steps[lb]) / base:>22.3f}" for lb in labels[1:]))
 
 
 if __name__ == "__main__":

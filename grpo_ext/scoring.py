@@ -99,13 +99,9 @@ def sample(model, tokenizer, prompts: list, s: Settings) -> tuple[list[list[str]
             )
             sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
             with torch.no_grad():
-                ids = model.generate(
-                    **enc,
-                    max_new_tokens=s.max_new_tokens,
-                    num_return_sequences=samples,
-                    pad_token_id=tokenizer.pad_token_id,
-                    **({"top_k": 0, "top_p": 1.0} | sampling | dict(s.generation)),
-                )
+                settings = {"max_new_tokens": s.max_new_tokens, "pad_token_id": tokenizer.pad_token_id, "top_k": 0, "top_p": 1.0}
+                settings |= sampling | dict(s.generation)  # training's generation_kwargs win, as they do in TRL
+                ids = model.generate(**enc, num_return_sequences=samples, **settings)
             generated = ids[:, enc["input_ids"].shape[1] :]
             decoded = tokenizer.batch_decode(generated, skip_special_tokens=True)
             kept = [_completion_ids(row, eos_id) for row in generated]

@@ -382,3 +382,18 @@ def test_curves_mark_warnings_only():
         {"step": 3, "reward": 0.1, "health": [{"rule": "no_signal", "severity": "warning"}]},
     ]
     assert plots.health_marks(records) == {3: ["no_signal"]}
+
+
+def test_tiny_run_preflight_with_generation_kwargs(digit_doc, tiny_model, write_recipe, tmp_path, no_hub):
+    """Training's generation_kwargs reach the pre-flight's sampling, even one that names a setting the
+    pre-flight also sets (max_new_tokens, which they override as they do in TRL): the run trains."""
+    import grpo_ext
+
+    doc = tiny_doc(digit_doc, tiny_model, tmp_path / "run", health={"preflight": "warn", "preflight_prompts": 2})
+    doc["training"]["generation_kwargs"] = {"max_new_tokens": 1, "exponential_decay_length_penalty": [0, 1.3]}
+    doc["eval"]["enabled"] = False
+    grpo_ext.train(write_recipe(doc))
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "completed" and summary["steps"] == 2
+    assert summary["health"]["preflight"]["rewards"]["digit_exact"]["samples"] == 8
+    assert summary["health"]["watchdog_seconds"] >= 0.0

@@ -103,7 +103,10 @@ def wrong_type(draw):
         )
         kinds = table[key]["kinds"]
         path = ("training", key)
-    return changed(path, draw(wrong_value(kinds))), where(path)
+    value = wrong_value(kinds)
+    if path[0] == "training" and key in batch_rules.STRATEGIES:
+        value = value.filter(lambda v: v is not False)  # an unquoted YAML `no` reads as false: it means "no"
+    return changed(path, draw(value)), where(path)
 
 
 @st.composite

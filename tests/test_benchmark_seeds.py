@@ -15,6 +15,12 @@ seeds = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(seeds)
 
 
+def bench(script: str, *args: str) -> subprocess.CompletedProcess:
+    """Run one script of benchmarks/ from the repository root and capture what it prints."""
+    cmd = [sys.executable, str(ROOT / "benchmarks" / script), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
+
+
 def test_seed_list():
     assert seeds.seed_list("0-3") == [0, 1, 2, 3]
     assert seeds.seed_list("0,3,5-6") == [0, 3, 5, 6]
@@ -36,26 +42,10 @@ def test_tiny_sweep(tiny_model, digit_doc, tmp_path):
     digit_doc["eval"]["samples"] = 2
     recipe = tmp_path / "tiny.yaml"
     recipe.write_text(yaml.safe_dump(digit_doc))
-    proc = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / "benchmarks" / "seeds.py"),
-            "--recipe",
-            str(recipe),
-            "--seeds",
-            "0-1",
-            "--candidate",
-            "two: training.max_steps=2",
-            "--solved",
-            "0.0",
-            "--keep",
-            str(tmp_path / "kept"),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-        check=False,
+    proc = bench(
+        "seeds.py",
+        *["--recipe", str(recipe), "--seeds", "0-1", "--candidate", "two: training.max_steps=2", "--solved", "0.0"],
+        *["--keep", str(tmp_path / "kept")],
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
@@ -75,15 +65,7 @@ def test_tiny_sweep(tiny_model, digit_doc, tmp_path):
         for seed in (0, 1):
             assert (tmp_path / "kept" / label / f"seed-{seed}" / "summary.json").is_file()
             assert "grpo_ext: done in" in (tmp_path / "kept" / label / f"seed-{seed}.log").read_text()
-    tally = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "health.py"), "--tally-only", "--out", str(tmp_path / "kept" / "two")]
-        + ["--seeds", "0-1", "--solved", "0.0"],
-        capture_output=True,
-        text=True,
-        cwd=ROOT,
-        timeout=600,
-        check=False,
-    )
+    tally = bench("health.py", "--tally-only", "--out", str(tmp_path / "kept" / "two"), "--seeds", "0-1", "--solved", "0.0")
     assert tally.returncode == 0, tally.stderr[-2000:]
     out = tally.stdout.splitlines()
     tallied = [line.split()[:2] for line in out if line.startswith("seed ") and "pass rate" in line]

@@ -210,6 +210,26 @@ def _combinations(v: Value) -> list[str]:
 RULES = [_generation_batch, _eval, _ranges, _schedule, _combinations]
 
 
+def check_explore(explore: dict, v: Value) -> list[str]:
+    """The ``explore:`` section against the effective training values: the end boost is a setting of
+    transformers' sampling, set in one place."""
+    if explore.get("end_boost") is None:
+        return []
+    problems = []
+    if v("use_vllm") is True:
+        problems.append(
+            "explore.end_boost: works with transformers' generation only, and vLLM has no such setting; "
+            "set explore.end_boost: null to sample with vLLM, or training.use_vllm: false"
+        )
+    generation = v("generation_kwargs")
+    if isinstance(generation, dict) and "exponential_decay_length_penalty" in generation:
+        problems.append(
+            "explore.end_boost: training.generation_kwargs sets exponential_decay_length_penalty for every step "
+            "already; keep one of the two (explore.end_boost: null keeps the generation_kwargs one)"
+        )
+    return problems
+
+
 def check(value: Value) -> list[str]:
     """Every problem with the effective training values; sizes first, since the other rules divide by them."""
     problems = _sizes(value)

@@ -223,8 +223,8 @@ class Watchdog:
             f"{cut:.0%} of the completions cut at max_completion_length over the last {n} steps"
             + (f" (mean length now {length:.1f})" if length is not None else ""),
             "the model rarely ends its answer, so few groups show what stopping earns",
-            "reward ending the answer (a stricter format reward, overlong_penalty), raise max_completion_length if "
-            "answers need room, or train longer / try another seed",
+            "boost the end of the reply for the first steps (explore.end_boost: 1.3), reward ending the answer "
+            "(a stricter format reward, overlong_penalty), or raise max_completion_length if answers need room",
         )
 
     def _entropy(self) -> Finding | None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import yaml
 
-from grpo_ext import adapters, algorithms, catalog, compat, datafiles, generators, model_source, rewards, trackers
+from grpo_ext import adapters, algorithms, batch_rules, catalog, compat, datafiles, generators, model_source, rewards, trackers
 from grpo_ext.base import clip, coerce, describe_kinds, duplicate_keys, exists, kind_of, resolve_path, shown, suggest
 from grpo_ext.errors import RecipeError
 from grpo_ext.rewards.guard import ON_ERROR, missing_columns
@@ -137,6 +137,16 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             ("float",), 10.0, minimum=1, doc="rewards whose spreads differ by this factor are on different scales"
         ),
     },
+    "explore": {  # sampling help for the first steps (grpo_ext/explore.py); README: The digit recipe across seeds
+        "end_boost": Spec(
+            ("float", "null"),
+            None,
+            minimum=1.0,
+            doc="while training samples, multiply the end-of-reply score by this per token after start; null: off",
+        ),
+        "start": Spec(("int",), 1, minimum=0, doc="tokens of the reply before the end boost begins"),
+        "steps": Spec(("int",), 8, minimum=1, doc="first steps sampled with the boost; the later ones sample as the eval does"),
+    },
     "reward": {
         "name": Spec(("str",), required=True, doc="registry name, module:function, file.py:function or entry point"),
         "weight": Spec(("float",), 1.0, doc="weight in the summed reward (TRL reward_weights)"),
@@ -159,6 +169,7 @@ TOP_LEVEL: dict[str, Spec] = {
     "algorithm": Spec(("str", "null"), None),  # a GRPO variant (grpo-ext algorithms): fills training keys the recipe leaves out
     "eval": Spec(("dict",), {}),
     "health": Spec(("dict",), {}),
+    "explore": Spec(("dict",), {}),
     "output_dir": Spec(("str",), required=True),
     "seed": Spec(("int",), 0),
     "resume": Spec(("bool", "str"), False, (False, True, "auto")),
@@ -227,8 +238,15 @@ def changed_keys(before: dict, after: dict) -> list[str]:
     >>> changed_keys({"training": {"learning_rate": 1e-5, "logging_steps": 1}, "rewards": [{"name": "a"}]},
     ...              {"training": {"learning_rate": 3e-5, "logging_steps": 5}, "rewards": [{"name": "b"}]})
     ['rewards', 'training.learning_rate']
+    >>> changed_keys({"seed": 0}, {"seed": 0, "explore": {"end_boost": None, "start": 1}})  # recorded before they existed
+    []
     """
     old, new = _flatten(before), _flatten(after)
+    for key, value in new.items():  # a key added to grpo_ext after the run was recorded, at its default: the same
+        section, _, name = key.partition(".")
+        spec = SCHEMA.get(section, {}).get(name) if section != "reward" else None
+        if key not in old and spec is not None and value == spec.default:
+            old[key] = value
     differ = [k for k in dict.fromkeys([*old, *new]) if old.get(k, "<unset>") != new.get(k, "<unset>")]
     return sorted(k for k in differ if not any(k == m or k.startswith(f"{m}.") for m in RESUME_MAY_CHANGE))
 
@@ -552,6 +570,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         return _check_section(top[name], SCHEMA[name], name, problems) if name in top else None
 
     model, data, evaluation, health = section("model"), section("data"), section("eval"), section("health")
+    explore = section("explore")
     entries = _check_rewards(top["rewards"], problems) if "rewards" in top else []
     training = dict(top["training"]) if "training" in top else None
     columns = {}
@@ -571,6 +590,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         problems.extend(compat.check_training(training))
         problems.extend(trackers.check_report_to(training))
         problems.extend(adapters.check(model or {}, training))
+        problems.extend(batch_rules.check_explore(explore or {}, lambda key: compat.effective(training, key)))
     built = _build_rewards(entries, base_dir, problems)
     for stage, (cols, named) in columns.items():
         if cols is not None:
@@ -578,6 +598,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     if problems:
         raise RecipeError(problems, source)
     checked = {"model": model, "data": data, "rewards": entries, "training": training, "eval": evaluation, "health": health}
+    checked["explore"] = explore
     checked.update((key, top[key]) for key in ("output_dir", "seed", "resume"))
     if top.get("algorithm") is not None:
         checked["algorithm"] = top["algorithm"]

@@ -29,6 +29,7 @@ LAYERS: dict[int, list[str]] = {
         "plots",
         "health",
         "preflight",
+        "explore",
     ],  # run parts
     5: ["verbs"],  # train, evaluate, merge, plan: one function each
     6: ["cli", "train", "__main__", "__init__"],  # the front door: one parser; `python -m grpo_ext.train` a shim

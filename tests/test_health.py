@@ -391,6 +391,7 @@ def test_tiny_run_preflight_with_generation_kwargs(digit_doc, tiny_model, write_
 
     doc = tiny_doc(digit_doc, tiny_model, tmp_path / "run", health={"preflight": "warn", "preflight_prompts": 2})
     doc["training"]["generation_kwargs"] = {"max_new_tokens": 1, "exponential_decay_length_penalty": [0, 1.3]}
+    doc["explore"]["end_boost"] = None  # the same setting, on every step here
     doc["eval"]["enabled"] = False
     grpo_ext.train(write_recipe(doc))
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())

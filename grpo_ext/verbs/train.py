@@ -26,6 +26,7 @@ from grpo_ext import (
     console,
     data,
     datafiles,
+    explore,
     generators,
     hardware,
     health,
@@ -150,6 +151,9 @@ def dry_run(recipe: Recipe) -> None:
         print(f"algorithm: {recipe['algorithm']} ({algorithms.VARIANTS[recipe['algorithm']].paper}); keys the recipe sets win")
     print("rewards: " + ", ".join(f"{f.__name__} (weight {w})" for f, w in zip(recipe.reward_funcs, recipe.weights, strict=True)))
     print(f"data: {_training_data(d)}; {_eval_prompts(d)}; chat format: {d['chat']}")
+    boost = explore.describe(recipe["explore"], compat.effective(recipe["training"], "max_steps"))
+    if boost:
+        print(boost)
     print(f"output_dir: {recipe['output_dir']}")
     table = compat.table_for()
     print(
@@ -279,6 +283,10 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     )
     if args.disable_tqdm:
         grpo.remove_callback(PrinterCallback)  # our own progress line replaces the raw log dicts
+    boost = explore.callback(recipe["explore"], grpo, log)
+    if boost is not None:
+        grpo.add_callback(boost)
+        log(explore.describe(recipe["explore"], args.max_steps))
     summary = report.new_summary(str(recipe.path), described, processes.num_processes)
     summary["changes"] = (prepared.previous or {}).get("changes") or []
     if prepared.changes:
@@ -317,7 +325,7 @@ def check_rewards(r: Run) -> None:
         list(rows),
         r.recipe.reward_funcs,
         r.recipe.weights,
-        r.recipe["training"],
+        explore.first_steps(r.recipe["training"], r.recipe["explore"]),
         r.eval_settings,
         chat=r.chat,
         limits=cfg,

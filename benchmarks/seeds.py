@@ -2,6 +2,8 @@
 
     python benchmarks/seeds.py [--recipe recipes/digit.yaml] [--seeds 0-7]
                                [--candidate "LABEL: KEY=VALUE KEY=VALUE" ...] [--metric digit_exact]
+                               [--keep DIR] [--log runs.jsonl]
+    python benchmarks/seeds.py --table-from runs.jsonl      # the comparison of the runs already recorded
 
 Each contestant trains the recipe once per seed (``grpo-ext train RECIPE seed=N ...`` in its
 own process, checkpoints off) and is judged by the run's own held-out ``eval after``: a seed counts as
@@ -12,12 +14,16 @@ shipped recipe: seeds solved, mean pass rate after, and median wall time per run
 stays in ``DIR/LABEL/seed-N`` with its log beside it, the layout ``benchmarks/health.py --tally-only`` reads.
 Each share of seeds solved and each mean pass rate has its 95% interval over seeds (``grpo_ext.evalstats``: the
 seed is the unit), and each candidate's per-seed pass rates are compared with the shipped recipe's on the same
-seeds (paired).
+seeds (paired). With ``--log FILE`` each finished run is appended to FILE as it ends, and a benchmark started
+again with the same log (after a crash, or with more seeds) does not run again what is already there; the
+comparison covers the seeds that every contestant has run. A run's trained model is deleted once it has been
+scored (0.5 GB each for the digit recipe).
 """
 
 import argparse
 import json
 import shlex
+import shutil
 import statistics
 import subprocess
 import sys
@@ -65,11 +71,54 @@ def run_once(recipe: str, seed: int, overrides: list[str], metric: str, out: Pat
     out.with_suffix(".log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
     if proc.returncode != 0:
         sys.exit(f"error: {' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+    shutil.rmtree(out / "final", ignore_errors=True)  # the trained model is not needed to judge the run: 0.5 GB each
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     after = summary["eval_after"]["rewards"][metric]
     ci = after.get("pass_rate_ci") or {}
     shown = f"{after['pass_rate']} [{ci['low']:.2f}, {ci['high']:.2f}]" if ci.get("low") is not None else str(after["pass_rate"])
     return {"seed": seed, "pass_rate": after["pass_rate"], "shown": shown, "wall": wall, "steps": summary["steps"]}
+
+
+def report(results: dict[str, list[dict]], overrides: dict[str, list[str]], solved_at: float) -> list[str]:
+    """The comparison of each contestant with ``shipped`` on the seeds every contestant ran."""
+    seeds = sorted(set.intersection(*({r["seed"] for r in rows} for rows in results.values())))
+    results = {label: sorted((r for r in rows if r["seed"] in seeds), key=lambda r: r["seed"]) for label, rows in results.items()}
+    n, lines = len(seeds), []
+
+    def stats(rows: list[dict]) -> tuple[int, float, float]:
+        return (
+            sum(r["pass_rate"] >= solved_at for r in rows),
+            statistics.fmean(r["pass_rate"] for r in rows),
+            statistics.median(r["wall"] for r in rows),
+        )
+
+    def interval(e: evalstats.Estimate) -> str:
+        return "" if e.low is None else f" [{e.low:.2f}, {e.high:.2f}]"
+
+    base = stats(results["shipped"])
+    for label, rows in results.items():
+        solved, mean, wall = stats(rows)
+        rates = [r["pass_rate"] for r in rows]
+        share = evalstats.rate_interval([float(x >= solved_at) for x in rates], [1] * n)
+        spread = evalstats.mean_interval(rates, [1] * n)
+        lines.append(
+            f"{label:<16} solved {solved}/{n} seeds{interval(share)}, mean pass rate {mean:.3f}{interval(spread)}, "
+            f"median wall {wall:.0f} s" + (f"  [{' '.join(overrides[label])}]" if overrides[label] else "")
+        )
+    candidates = [label for label in results if label != "shipped"]
+    shipped = [r["pass_rate"] for r in results["shipped"]]
+    for label in candidates:
+        diff = evalstats.paired(shipped, [r["pass_rate"] for r in results[label]], [1] * n)
+        lines.append(f"{label} vs shipped, mean pass rate on the same seeds: {evalstats.verdict(diff)}")
+    for label in candidates:
+        solved, mean, wall = stats(results[label])
+        ratio = f"{solved / base[0]:.2f}" if base[0] else "n/a (shipped solved none)"
+        lines.append(f"ratio {label}/shipped: seeds solved {ratio}, wall {wall / base[2]:.2f}")
+    return lines
+
+
+def read_log(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()] if path.exists() else []
 
 
 def main() -> None:
@@ -90,53 +139,49 @@ def main() -> None:
         metavar="DIR",
         help="keep each run as DIR/LABEL/seed-N (and its log as seed-N.log), e.g. for benchmarks/health.py --tally-only",
     )
+    parser.add_argument(
+        "--log",
+        type=Path,
+        help="append each run to this JSON-lines file; started again with it, runs already there are not run again",
+    )
+    parser.add_argument("--table-from", type=Path, metavar="LOG", help="print the comparison of the runs in LOG and exit")
     args = parser.parse_args()
+    if args.table_from:
+        records = read_log(args.table_from)
+        results = {r["label"]: [] for r in records}
+        overrides = {r["label"]: r["overrides"] for r in records}
+        for r in records:
+            results[r["label"]].append(r)
+        print("\n".join(report(results, overrides, args.solved)))
+        return
 
     contestants = [("shipped", []), *args.candidate]
+    overrides = dict(contestants)
+    done = read_log(args.log) if args.log else []
     results: dict[str, list[dict]] = {label: [] for label, _ in contestants}
     with tempfile.TemporaryDirectory(prefix="grpo-ext-seeds-") as tmp:
         work = Path(args.keep).resolve() if args.keep else Path(tmp)
         for i, seed in enumerate(args.seeds):
             order = contestants if i % 2 == 0 else contestants[::-1]
-            for label, overrides in order:
-                (work / label).mkdir(parents=True, exist_ok=True)
-                r = run_once(args.recipe, seed, overrides, args.metric, work / label / f"seed-{seed}")
+            for label, extra in order:
+                same = (args.recipe, label, extra, seed, args.metric)
+                r = next((d for d in done if (d["recipe"], d["label"], d["overrides"], d["seed"], d["metric"]) == same), None)
+                logged = r is not None
+                if r is None:
+                    (work / label).mkdir(parents=True, exist_ok=True)
+                    r = run_once(args.recipe, seed, extra, args.metric, work / label / f"seed-{seed}")
+                    r.update(recipe=args.recipe, label=label, overrides=extra, metric=args.metric)
+                    if args.log:
+                        args.log.parent.mkdir(parents=True, exist_ok=True)
+                        with args.log.open("a", encoding="utf-8") as log:
+                            log.write(json.dumps(r) + "\n")
                 results[label].append(r)
                 print(
                     f"seed {seed:<3} {label:<16} {args.metric} pass rate after {r['shown']:<20} "
-                    f"{r['steps']} steps, {r['wall']:.0f} s",
+                    f"{r['steps']} steps, {r['wall']:.0f} s" + ("  (from the log)" if logged else ""),
                     flush=True,
                 )
-
-    def stats(rows: list[dict]) -> tuple[int, float, float]:
-        return (
-            sum(r["pass_rate"] >= args.solved for r in rows),
-            statistics.fmean(r["pass_rate"] for r in rows),
-            statistics.median(r["wall"] for r in rows),
-        )
-
-    def interval(e: evalstats.Estimate) -> str:
-        return "" if e.low is None else f" [{e.low:.2f}, {e.high:.2f}]"
-
-    base = stats(results["shipped"])
-    n = len(args.seeds)
-    for label, overrides in contestants:
-        solved, mean, wall = stats(results[label])
-        rates = [r["pass_rate"] for r in results[label]]
-        share = evalstats.rate_interval([float(x >= args.solved) for x in rates], [1] * n)
-        spread = evalstats.mean_interval(rates, [1] * n)
-        print(
-            f"{label:<16} solved {solved}/{n} seeds{interval(share)}, mean pass rate {mean:.3f}{interval(spread)}, "
-            f"median wall {wall:.0f} s" + (f"  [{' '.join(overrides)}]" if overrides else "")
-        )
-    for label, _ in args.candidate:
-        shipped = [r["pass_rate"] for r in results["shipped"]]
-        diff = evalstats.paired(shipped, [r["pass_rate"] for r in results[label]], [1] * n)
-        print(f"{label} vs shipped, mean pass rate on the same seeds: {evalstats.verdict(diff)}")
-    for label, _ in args.candidate:
-        solved, mean, wall = stats(results[label])
-        ratio = f"{solved / base[0]:.2f}" if base[0] else "n/a (shipped solved none)"
-        print(f"ratio {label}/shipped: seeds solved {ratio}, wall {wall / base[2]:.2f}")
+    print("\n".join(report(results, overrides, args.solved)))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 import argparse
 import importlib.util
+import json
 import subprocess
 import sys
 
@@ -45,7 +46,7 @@ def test_tiny_sweep(tiny_model, digit_doc, tmp_path):
     proc = bench(
         "seeds.py",
         *["--recipe", str(recipe), "--seeds", "0-1", "--candidate", "two: training.max_steps=2", "--solved", "0.0"],
-        *["--keep", str(tmp_path / "kept")],
+        *["--keep", str(tmp_path / "kept"), "--log", str(tmp_path / "runs.jsonl")],
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
@@ -60,10 +61,25 @@ def test_tiny_sweep(tiny_model, digit_doc, tmp_path):
     assert any(line.startswith("shipped ") and "solved 2/2 seeds [" in line for line in lines)
     assert any(line.startswith("two vs shipped, mean pass rate on the same seeds: ") for line in lines)
     assert lines[-1].startswith("ratio two/shipped: seeds solved 1.00, wall ")
-    # --keep leaves each run where benchmarks/health.py reads it
+    # the log: each run once; started again with it nothing runs again, and the log alone gives the same comparison
+    logged = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [(r["label"], r["seed"]) for r in logged] == [("shipped", 0), ("two", 0), ("two", 1), ("shipped", 1)]
+    again = bench(
+        "seeds.py",
+        *["--recipe", str(recipe), "--seeds", "0-1", "--candidate", "two: training.max_steps=2"],
+        *["--solved", "0.0", "--log", str(tmp_path / "runs.jsonl")],
+    )
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert [line.endswith("(from the log)") for line in again.stdout.splitlines() if line.startswith("seed ")] == [True] * 4
+    summary = [line for line in lines if not line.startswith("seed ")]
+    assert [line for line in again.stdout.splitlines() if not line.startswith("seed ")] == summary
+    table = bench("seeds.py", "--table-from", str(tmp_path / "runs.jsonl"), "--solved", "0.0")
+    assert table.stdout.splitlines() == summary, table.stderr[-2000:]
+    # --keep leaves each run where benchmarks/health.py reads it, without the trained model
     for label in ("shipped", "two"):
         for seed in (0, 1):
             assert (tmp_path / "kept" / label / f"seed-{seed}" / "summary.json").is_file()
+            assert not (tmp_path / "kept" / label / f"seed-{seed}" / "final").exists()
             assert "grpo_ext: done in" in (tmp_path / "kept" / label / f"seed-{seed}.log").read_text()
     tally = bench("health.py", "--tally-only", "--out", str(tmp_path / "kept" / "two"), "--seeds", "0-1", "--solved", "0.0")
     assert tally.returncode == 0, tally.stderr[-2000:]

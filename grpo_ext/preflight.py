@@ -18,7 +18,8 @@ from grpo_ext import compat, scoring
 from grpo_ext.base import fmt
 from grpo_ext.health import LIMITS, Finding
 
-PARTIAL_CREDIT = {"digit_exact": "digit_shaped"}  # a strict reward → the built-in partial-credit reward for its task
+# a strict reward → the built-in partial-credit reward for its task
+PARTIAL_CREDIT = {"digit_exact": "digit_shaped", "math_accuracy": "math_closeness"}
 
 
 def _judged(score) -> bool:

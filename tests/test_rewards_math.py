@@ -1,11 +1,11 @@
-"""math_accuracy: tables of (completion, reference, score), plain text and chat alike, and its time limit."""
+"""math_accuracy and math_closeness: tables of (completion, reference, score), plain text and chat alike, and the time limit."""
 
 import threading
 import time
 
 import pytest
 
-from grpo_ext.rewards.maths import final_answer, math_accuracy, plain_number
+from grpo_ext.rewards.maths import final_answer, math_accuracy, math_closeness, plain_number
 
 CASES = [
     # completion, reference answer, expected score
@@ -127,3 +127,59 @@ def test_registered_with_arguments(tmp_path):
         RecipeError, match="rewards\\[0\\].args: 'math_accuracy' rejected its arguments: .*time_limit must be positive"
     ):
         rewards.build("math_accuracy", {"time_limit": 0}, tmp_path, "rewards[0]")
+
+
+CLOSENESS = [
+    # completion, reference answer, expected score (defaults: near 0.5, tolerance 1.0)
+    ("Ava has 7 + 3 = 10 apples.", "Ava has 7 + 3 = 10 apples.\n#### 10", 1.0),  # right
+    ("Ava has 7 + 3 = 9 apples.", "10", 0.45),  # one off: 0.5 * (1 - 1/10)
+    ("so 15", "10", 0.25),  # half the reference off
+    ("so 25", "10", 0.0),  # farther than the reference itself: nothing
+    ("so -2", "0", 0.0),  # a reference of 0 measures distance in units
+    ("so 0.5", "0", 0.25),
+    ("\\boxed{3/4}", "1", 0.375),  # fractions compare exactly
+    ("I don't know", "10", 0.0),  # no answer
+    ("\\boxed{x+1}", "10", 0.0),  # not a number
+    ("\\boxed{x^2+1}", "1+x^2", 1.0),  # symbolic and right, as in math_accuracy
+    ("\\boxed{7}", "no answer here", None),  # a reference that cannot be judged
+]
+
+
+@pytest.mark.parametrize("completion,answer,expected", CLOSENESS)
+def test_closeness(completion, answer, expected):
+    reward = math_closeness(time_limit=5.0)  # the symbolic case goes to math-verify; room for a busy machine
+    assert reward([completion], answer=[answer]) == [pytest.approx(expected) if expected is not None else None]
+
+
+def test_closeness_keeps_every_right_answer_above_every_wrong_one():
+    reward = math_closeness(near=0.9, tolerance=10.0)
+    right, nearest = reward(["#### 1000", "#### 999"], answer=["1000", "1000"])
+    assert right == 1.0 and nearest < 0.9
+    assert math_closeness(tolerance=0.1)(["so 9", "so 8"], answer=["10", "10"]) == [0.0, 0.0]
+
+
+def test_closeness_pass_rate_is_accuracy():
+    """At the eval's pass threshold of 1.0 the two rewards pass exactly the same samples."""
+    texts = [text for text, _, _ in CASES]
+    answers = [answer for _, answer, _ in CASES]
+    exact = math_accuracy(time_limit=5.0)(texts, answer=answers)
+    close = math_closeness(time_limit=5.0)(texts, answer=answers)
+    assert [s == 1.0 for s in exact] == [s == 1.0 for s in close]
+    assert [s is None for s in exact] == [s is None for s in close]
+
+
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        ({"near": 1.0}, "near must be between 0 and 1"),
+        ({"near": 0}, "near must be between 0 and 1"),
+        ({"tolerance": 0}, "tolerance must be positive"),
+        ({"time_limit": -1}, "time_limit must be positive"),
+    ],
+)
+def test_closeness_refuses_bad_arguments(tmp_path, args, message):
+    from grpo_ext import rewards
+    from grpo_ext.errors import RecipeError
+
+    with pytest.raises(RecipeError, match=f"rewards\\[1\\].args: 'math_closeness' rejected its arguments: .*{message}"):
+        rewards.build("math_closeness", args, tmp_path, "rewards[1]")

@@ -142,6 +142,8 @@ class MathAccuracy:
     __name__ = "math_accuracy"
 
     def __init__(self, answer_column: str = "answer", time_limit: float = 0.5, max_answer_chars: int = 1000):
+        if time_limit <= 0:
+            raise ValueError(f"time_limit must be positive, got {time_limit}")
         self.answer_column = answer_column
         self.columns = (answer_column,)  # checked against the data before any model loads
         self.time_limit = time_limit
@@ -212,6 +214,58 @@ def math_accuracy(answer_column: str = "answer", time_limit: float = 0.5, max_an
     >>> reward(["\\\\boxed{\\\\frac{\\\\sqrt{2}}{2}}", "42"], answer=["\\\\frac{1}{\\\\sqrt{2}}", "not a number"])
     [1.0, None]
     """
-    if time_limit <= 0:
-        raise ValueError(f"time_limit must be positive, got {time_limit}")
     return MathAccuracy(answer_column, float(time_limit), int(max_answer_chars))
+
+
+class MathCloseness(MathAccuracy):
+    """The ``math_closeness`` reward (see ``math_closeness`` for what it scores); picklable."""
+
+    __name__ = "math_closeness"
+
+    def __init__(self, answer_column: str = "answer", near: float = 0.5, tolerance: float = 1.0, **kwargs):
+        super().__init__(answer_column, **kwargs)
+        self.near = near
+        self.tolerance = tolerance
+
+    def score(self, text: str, gold_value) -> float | None:
+        exact = super().score(text, gold_value)
+        if exact != 0.0:
+            return exact  # right (1.0), or a reference that cannot be judged (None)
+        gold = plain_number(reference_answer(gold_value))
+        found = final_answer(text, self.max_answer_chars)
+        pred = plain_number(found[1]) if found is not None else None
+        if gold is None or pred is None:
+            return 0.0
+        distance = float(abs(pred - gold) / max(abs(gold), 1)) / self.tolerance
+        return self.near * max(0.0, 1.0 - distance)
+
+
+@register("math_closeness", factory=True)
+def math_closeness(
+    answer_column: str = "answer",
+    near: float = 0.5,
+    tolerance: float = 1.0,
+    time_limit: float = 0.5,
+    max_answer_chars: int = 1000,
+) -> MathCloseness:
+    """``math_accuracy`` with partial credit: 1.0 when right, up to ``near`` for a wrong number close to the reference.
+
+    A wrong numeric answer scores ``near * (1 - d / tolerance)``, not below 0, where ``d`` is its distance
+    from the reference relative to the reference (``|answer - reference| / max(|reference|, 1)``): with
+    the defaults, 9 for 10 scores 0.45 and 0 or 20 for 10 score 0.0. A right answer always scores above
+    every wrong one (``near`` must be below 1), so the pass rate at 1.0 is ``math_accuracy``'s. Where
+    most samples of a group are wrong, the near ones still show which way is better: the smooth reward
+    for math that the GRPO tutorial advises. Answers that are not plain numbers score as in
+    ``math_accuracy``.
+
+    >>> reward = math_closeness()
+    >>> reward(["#### 10", "so 9", "12 apples", "0", "no answer"], answer=["10", "10", "10", "10", "10"])
+    [1.0, 0.45, 0.4, 0.0, 0.0]
+    """
+    if not 0.0 < near < 1.0:
+        raise ValueError(f"near must be between 0 and 1 (a right answer scores 1.0), got {near}")
+    if tolerance <= 0:
+        raise ValueError(f"tolerance must be positive, got {tolerance}")
+    return MathCloseness(
+        answer_column, float(near), float(tolerance), time_limit=float(time_limit), max_answer_chars=int(max_answer_chars)
+    )

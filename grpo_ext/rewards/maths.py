@@ -254,8 +254,8 @@ def math_closeness(
     from the reference relative to the reference (``|answer - reference| / max(|reference|, 1)``): with
     the defaults, 9 for 10 scores 0.45 and 0 or 20 for 10 score 0.0. A right answer always scores above
     every wrong one (``near`` must be below 1), so the pass rate at 1.0 is ``math_accuracy``'s. Where
-    most samples of a group are wrong, the near ones still show which way is better: the smooth reward
-    for math that the GRPO tutorial advises. Answers that are not plain numbers score as in
+    most samples of a group are wrong, the near ones still show which way is better, where a 0/1 reward
+    gives the group no spread and GRPO no gradient. Answers that are not plain numbers score as in
     ``math_accuracy``.
 
     >>> reward = math_closeness()

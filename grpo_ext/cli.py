@@ -139,7 +139,8 @@ def cmd_rewards_score(args) -> None:
         score = fn(prompts=[""], completions=[args.completion], **columns)[0]
     except Exception as exc:
         raise RunError(f"reward {args.name!r} raised {type(exc).__name__}: {exc}") from None
-    print(f"{getattr(fn, '__name__', args.name)}: {score}")
+    shown_score = round(score, 6) if isinstance(score, float) else score  # 0.72, not 0.7200000000000001
+    print(f"{getattr(fn, '__name__', args.name)}: {shown_score}")
     if _counts_tokens(fn):
         print("note: lengths counted in characters here (no tokenizer); training and eval count tokens")
 

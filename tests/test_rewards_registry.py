@@ -143,6 +143,10 @@ def test_file_with_syntax_error(tmp_path):
             ["rewards", "score", "math_accuracy", "--completion", "#### 3", "--answer", "3", "--arg", "answer_column=gold"],
             "math_accuracy: 1.0",
         ),
+        (  # 0.8 * 0.9 prints as 0.72, not as its float error
+            ["rewards", "score", "math_closeness", "--completion", "so 9", "--answer", "10", "--arg", "near=0.8"],
+            "math_closeness: 0.72\n",
+        ),
     ],
 )
 def test_cli_rewards(argv, expected, capsys):

@@ -172,29 +172,36 @@ class MathAccuracy:
         return str(number) if number is not None else _squash(found[1])
 
     def score(self, text: str, gold_value) -> float | None:
+        return self.judge(text, gold_value)[0]
+
+    def judge(self, text: str, gold_value) -> tuple[float | None, Fraction | None, Fraction | None]:
+        """(score, the answer as a plain number, the reference as a plain number); a number is None where it
+        is not a plain number or was not needed to decide."""
         gold = reference_answer(gold_value)
         if gold is None:
-            return None
+            return None, None, None
         found = final_answer(text, self.max_answer_chars)
         gold_number = plain_number(gold)
         if found is None or (found[0] == "number" and gold_number is None):
             if gold_number is not None:
-                return 0.0
+                return 0.0, None, gold_number
             found = ("text", text[-self.max_answer_chars :])  # a symbolic reference: math-verify finds the answer
         kind, answer = found
         pred_number = plain_number(answer)
         if gold_number is not None and pred_number is not None:
             if gold_number == pred_number:
-                return 1.0
+                return 1.0, pred_number, gold_number
             if max(_decimals(answer), _decimals(gold)) < 6:
-                return 0.0  # beyond here math-verify's rounding to 6 places could still call them equal
+                # beyond here math-verify's rounding to 6 places could still call them equal
+                return 0.0, pred_number, gold_number
         if _squash(answer) == _squash(gold):
-            return 1.0
+            return 1.0, pred_number, gold_number
         if _TOWER.search(answer) or _BIG_FACTORIAL.search(answer):
-            return 0.0  # an exponent tower or a huge factorial: evaluating it could take hours, and no reference is one
+            # an exponent tower or a huge factorial: evaluating it could take hours, and no reference is one
+            return 0.0, pred_number, gold_number
         pred = answer if kind == "text" else f"\\boxed{{{answer}}}"
         equal = verify.checker().check(gold, pred, self.time_limit)
-        return None if equal is None else float(equal)
+        return (None if equal is None else float(equal)), pred_number, gold_number
 
 
 @register("math_accuracy", factory=True)
@@ -223,17 +230,18 @@ class MathCloseness(MathAccuracy):
     __name__ = "math_closeness"
 
     def __init__(self, answer_column: str = "answer", near: float = 0.5, tolerance: float = 1.0, **kwargs):
+        if not 0.0 < near < 1.0:
+            raise ValueError(f"near must be between 0 and 1 (a right answer scores 1.0), got {near}")
+        if tolerance <= 0:
+            raise ValueError(f"tolerance must be positive, got {tolerance}")
         super().__init__(answer_column, **kwargs)
         self.near = near
         self.tolerance = tolerance
 
     def score(self, text: str, gold_value) -> float | None:
-        exact = super().score(text, gold_value)
+        exact, pred, gold = self.judge(text, gold_value)
         if exact != 0.0:
             return exact  # right (1.0), or a reference that cannot be judged (None)
-        gold = plain_number(reference_answer(gold_value))
-        found = final_answer(text, self.max_answer_chars)
-        pred = plain_number(found[1]) if found is not None else None
         if gold is None or pred is None:
             return 0.0
         distance = float(abs(pred - gold) / max(abs(gold), 1)) / self.tolerance
@@ -262,10 +270,6 @@ def math_closeness(
     >>> reward(["#### 10", "so 9", "12 apples", "0", "no answer"], answer=["10", "10", "10", "10", "10"])
     [1.0, 0.45, 0.4, 0.0, 0.0]
     """
-    if not 0.0 < near < 1.0:
-        raise ValueError(f"near must be between 0 and 1 (a right answer scores 1.0), got {near}")
-    if tolerance <= 0:
-        raise ValueError(f"tolerance must be positive, got {tolerance}")
     return MathCloseness(
         answer_column, float(near), float(tolerance), time_limit=float(time_limit), max_answer_chars=int(max_answer_chars)
     )

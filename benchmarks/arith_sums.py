@@ -27,6 +27,7 @@ from grpo_ext.recipe import load  # noqa: E402
 MAX_NEW_TOKENS = 96  # room for the chatty replies of an instruct model before its number
 
 SUM = re.compile(r"(\d+) ([+-]) (\d+) = (\d+)")
+OPS = {"+": "additions", "-": "subtractions"}
 
 
 def sums(rows: list[dict]) -> list[tuple[int, str, int, int]]:
@@ -43,12 +44,13 @@ def main() -> None:
     recipe = load(args.recipe)
     train_rows, held_rows = generators.generated(recipe["data"])
     train, held = sums(train_rows), sums(held_rows)
-    distinct = sorted(set(train) | set(held))
+    trained = set(train)
+    distinct = sorted(trained | set(held))
     print(
-        f"{args.recipe}: {len(train)} training problems ({len(set(train))} distinct sums), "
+        f"{args.recipe}: {len(train)} training problems ({len(trained)} distinct sums), "
         f"{len(held)} held-out problems ({len(set(held))} distinct sums)"
     )
-    print(f"held-out problems whose sum is also a training problem's: {sum(s in set(train) for s in held)} of {len(held)}")
+    print(f"held-out problems whose sum is also a training problem's: {sum(s in trained for s in held)} of {len(held)}")
     models = args.model or [recipe["model"]["name"]]
     with tempfile.TemporaryDirectory() as tmp:
         questions = Path(tmp, "sums.jsonl")
@@ -66,12 +68,12 @@ def main() -> None:
         result = json.loads(Path(tmp, "eval", "eval.json").read_text(encoding="utf-8"))
     print(f"{len(distinct)} distinct sums asked bare, one greedy answer each (math_accuracy):")
     for label, scored in result["models"].items():
-        passed = [scores[0] >= 1.0 for scores in scored["rewards"]["math_accuracy"]["per_prompt"]]
-        by_op = {
-            op: (sum(ok for ok, s in zip(passed, distinct, strict=True) if s[1] == op), sum(s[1] == op for s in distinct))
-            for op in "+-"
-        }
-        shown = ", ".join(f"{n}/{total} {'additions' if op == '+' else 'subtractions'}" for op, (n, total) in by_op.items())
+        per_prompt = scored["rewards"]["math_accuracy"]["per_prompt"]
+        passed = [scores[0] >= result["pass_threshold"] for scores in per_prompt]  # the eval's own rule
+        shown = ", ".join(
+            f"{sum(ok for ok, s in zip(passed, distinct, strict=True) if s[1] == op)}/{sum(s[1] == op for s in distinct)} {name}"
+            for op, name in OPS.items()
+        )
         print(f"  {label}: {sum(passed)}/{len(passed)} right ({shown}), replies {scored['mean_length']} tokens on average")
 
 

@@ -106,8 +106,8 @@ def wrong_type(draw):
     value = wrong_value(kinds)
     if path[0] == "training" and key in batch_rules.STRATEGIES:
         value = value.filter(lambda v: v is not False)  # an unquoted YAML `no` reads as false: it means "no"
-    if path[0] == "training" and key == "scale_rewards":
-        value = value.filter(lambda v: not isinstance(v, bool))  # TRL's older bool form, which the shim takes on every TRL
+    if path[0] == "training":  # a value the shim translates into the installed TRL's vocabulary is not a wrong type
+        value = value.filter(lambda v: compat.canonical(key, v) is v)  # (scale_rewards: TRL's older true/false)
     return changed(path, draw(value)), where(path)
 
 

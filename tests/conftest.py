@@ -1,5 +1,6 @@
 import json
 import shutil
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -62,6 +63,23 @@ def tiny_doc(digit_doc: dict, tiny_model: Path, output_dir: Path, **sections) ->
         else:
             doc[key] = value
     return doc
+
+
+def beside_torch_import(argv: list[str], **run_kwargs) -> tuple[subprocess.CompletedProcess, float]:
+    """Run the command ``argv`` and ``import torch`` in a fresh interpreter (same ``run_kwargs``) in turn, twice
+    each: the command's last run and the ratio of the two best wall times. A command that answers before anything
+    heavy loads takes a small part of a torch import on any machine; a bound in seconds would measure the machine,
+    and the better of two turns leaves out a moment when a neighbour held the CPU."""
+    command, reference = [], []
+    for _ in range(2):
+        t0 = time.monotonic()
+        proc = subprocess.run(argv, capture_output=True, text=True, **run_kwargs)
+        t1 = time.monotonic()
+        bare = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True, text=True, **run_kwargs)
+        assert bare.returncode == 0, bare.stderr
+        command.append(t1 - t0)
+        reference.append(time.monotonic() - t1)
+    return proc, min(command) / min(reference)
 
 
 def copy_tree(src: Path, dst: Path) -> Path:

@@ -2,7 +2,8 @@
 
 Each strategy below breaks the shipped digit recipe in one way (or writes something that is no recipe
 at all) and says which key path the error must name. The bulk runs `grpo-ext train` and `grpo-ext validate`
-in-process (they must refuse alike); a sample runs as a real subprocess to hold the 1.5 s bound for a user's whole command.
+in-process (they must refuse alike); a sample runs as a real subprocess, timed beside a bare torch
+import, for a user's whole command.
 """
 
 import contextlib
@@ -10,10 +11,8 @@ import copy
 import io
 import os
 import re
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import yaml
@@ -21,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from grpo_ext import batch_rules, cli, compat, recipe, rewards
+from tests.conftest import beside_torch_import
 
 ROOT = Path(__file__).resolve().parents[1]
 DIGIT = yaml.safe_load((ROOT / "recipes" / "digit.yaml").read_text())
@@ -297,22 +297,19 @@ def test_bad_recipes_exit_2_in_process(case):
         assert (validated, checked.getvalue()) == (rc, err.getvalue()), "grpo-ext validate and training disagree"
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(BAD_RECIPES)
-def test_bad_recipes_exit_2_as_a_command_within_1_5_s(case):
-    """The user's whole command (interpreter start included) answers within 1.5 s."""
+def test_bad_recipes_exit_2_as_a_command_before_anything_heavy(case):
+    """The user's whole command (interpreter start included) answers in under a third of the time a bare
+    ``import torch`` takes beside it."""
     doc, fragment, overrides = case
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         path = write(folder, doc)
-        t0 = time.monotonic()
-        proc = subprocess.run(
+        proc, ratio = beside_torch_import(
             [sys.executable, "-m", "grpo_ext.train", str(path), *overrides],
             cwd=folder,
-            capture_output=True,
-            text=True,
             env={**os.environ, "PYTHONPATH": str(ROOT), "GRPO_EXT_CACHE": str(folder / "cache")},
         )
-        elapsed = time.monotonic() - t0
         check_refused(proc.returncode, proc.stderr, fragment, folder)
-        assert elapsed <= 1.5, f"{elapsed:.2f} s"
+        assert ratio < 1 / 3, f"{ratio:.2f} of a torch import"

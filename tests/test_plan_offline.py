@@ -1,6 +1,8 @@
 """`grpo-ext plan` with no hub: the table of model shapes, vLLM's share of the GPU, and sharded processes."""
 
+import contextlib
 import doctest
+import io
 import time
 
 import pytest
@@ -94,8 +96,12 @@ MODES = [
 
 
 @pytest.fixture(scope="module")
-def warm():
-    plan.model_shape(shapes.config_fields("Qwen/Qwen3-0.6B"))  # imports torch and transformers once, outside the timing
+def warm(tmp_path_factory):
+    """One whole offline plan outside the timing: the first one imports torch, transformers and datasets."""
+    with pytest.MonkeyPatch.context() as patch, contextlib.redirect_stdout(io.StringIO()):
+        for name, value in [("HF_HUB_OFFLINE", "1"), ("HF_HUB_CACHE", str(tmp_path_factory.mktemp("empty-hub-cache")))]:
+            patch.setenv(name, value)
+        assert cli.main(["plan", "digit", "model.name=Qwen/Qwen3-0.6B", "--gpu-memory", "80GiB"]) == 0
 
 
 @pytest.fixture

@@ -1,138 +1,283 @@
-"""The run directory's life: one run at a time, no finished run overwritten by accident, resume after a crash.
+"""The run directory's life: one run at a time, nothing of the user's touched, resume after a crash.
 
-- A lock (``fcntl`` on ``output_dir/.lock``) is held for the whole run: a second run into the same
-  directory stops with exit status 2 before it writes anything.
-- A directory that holds a run is refused unless ``--overwrite`` (start again) or ``--resume``
-  (continue an unfinished run; also ``resume: auto`` in the recipe).
-- Every checkpoint TRL saves gets a manifest (``grpo_ext_complete.json``: each file and its size),
-  written after the save finished. Resume picks the newest checkpoint whose manifest matches its
-  files, so a checkpoint cut short by a kill is never picked; incomplete ones are removed.
-- grpo_ext applies ``save_total_limit`` itself, after the new checkpoint is marked complete.
+- grpo_ext writes into a folder only when it is missing, empty or a run directory (``output_dir`` module: the
+  marker ``.grpo_ext_run``); a folder of other files is refused before anything is written.
+- A lock (``fcntl`` on ``output_dir/.lock``) is held for the whole run: a second run into the same directory stops
+  with exit status 2. A process that loses the lock removes and rewrites nothing.
+- ``prepare`` decides (a fresh run, a replaced one, a continued one) and changes nothing; ``commit`` then acts:
+  so a resume refused for any reason (a changed recipe, a damaged summary or checkpoint) has lost nothing.
+- A directory that holds a run is refused unless ``--overwrite`` (start again: only what a run writes is
+  deleted) or ``--resume`` (continue an unfinished run; ``resume: auto`` in the recipe also starts one).
+- Every checkpoint TRL saves gets a manifest (``grpo_ext_complete.json``: each file's size and SHA-256), written
+  after the save finished. Resume continues from the newest checkpoint whose files match their manifest. One
+  without a manifest (its save was cut short) is removed; one whose files changed after they were recorded is
+  damaged, and a resume stops and names it rather than delete it or silently start again.
+- grpo_ext applies ``save_total_limit`` itself, after the new checkpoint is marked complete; a checkpoint
+  loses its manifest before it is deleted, so a kill during the deletion leaves one that is merely incomplete.
 - On resume, ``metrics.jsonl`` keeps only the lines up to the checkpoint's step (and drops a line cut
   short), so the steps after it are logged once, not twice.
 """
 
 import fcntl
+import hashlib
 import json
 import os
 import re
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_ext.base import write_atomic
 from grpo_ext.errors import RecipeError
+from grpo_ext.output_dir import LOCK, MARKER, is_run_dir, written_by_run
 
-LOCK = ".lock"
 MANIFEST = "grpo_ext_complete.json"
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)")
-_held: dict[Path, int] = {}  # run directory → locked file descriptor, kept open for the process's life
+_NEW = "choose another: output_dir=runs/new"
+
+
+@dataclass
+class _Held:
+    fd: int
+    created: bool  # this process made the lock file (so a refusal removes it again)
+    claimed: bool = False  # the run went ahead: the file names this process
+
+
+_held: dict[Path, _Held] = {}  # run directory → its lock, kept open for the process's life
 
 
 @dataclass
 class Prepared:
+    """What ``prepare`` decided; ``commit`` carries it out."""
+
     path: Path
     resume_from: Path | None = None  # the checkpoint to continue from
     previous: dict | None = None  # summary.json of the run being continued
     created: bool = False  # the directory did not exist before this run
+    parents: list[Path] = field(default_factory=list)  # folders above it that this run made, innermost first
     changes: list[str] | None = None  # recipe keys a resume changed (accepted with accept_changes)
+    replace: bool = False  # delete the previous run's entries first (--overwrite, or resume: auto without a checkpoint)
+    stale: list[Path] = field(default_factory=list)  # checkpoints whose save was cut short, removed by commit
+    notes: list[str] = field(default_factory=list)  # what commit did or kept, to be shown
 
 
 def lock(run_dir: Path) -> None:
-    """Hold an exclusive lock on ``run_dir`` until the process ends; RecipeError if another run holds it."""
+    """Hold an exclusive lock on ``run_dir`` until the process ends; RecipeError if another run holds it.
+
+    The lock file is created if missing; a lock file left by a killed run keeps what it says until this run goes
+    ahead (``claim``). A process that fails to take the lock leaves the file as it found it."""
     run_dir = run_dir.resolve()
     if run_dir in _held:
         return
-    fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
-        os.close(fd)
-        raise RecipeError(
-            f"output_dir: {run_dir} is in use by another run (pid {holder}); wait for it to finish, "
-            f"or choose another: output_dir=runs/new"
-        ) from None
+    path = run_dir / LOCK
+    while True:
+        try:
+            fd, created = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644), True
+        except FileExistsError:
+            try:
+                fd, created = os.open(path, os.O_RDWR), False
+            except FileNotFoundError:
+                continue  # its holder removed it between the two opens
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise RecipeError(
+                f"output_dir: {run_dir} is in use by another run (pid {holder}); wait for it to finish, or {_NEW}"
+            ) from None
+        try:
+            same = os.stat(path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
+            same = False
+        if same:
+            break
+        os.close(fd)  # the file was removed (by a run that let go of it) after this process opened it: take the new one
+    _held[run_dir] = _Held(fd, created)
+    if created:
+        _write_pid(fd)
+
+
+def _write_pid(fd: int) -> None:
     os.ftruncate(fd, 0)
-    os.write(fd, f"{os.getpid()}\n".encode())
-    _held[run_dir] = fd
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+
+def claim(run_dir: Path) -> None:
+    """The run goes ahead: the lock file now names this process."""
+    held = _held[run_dir.resolve()]
+    _write_pid(held.fd)
+    held.claimed = True
 
 
 def release(run_dir: Path, remove: bool = False) -> None:
-    """Let go of the lock; ``remove`` deletes the lock file too (while still held), as a finished run does."""
-    fd = _held.pop(run_dir.resolve(), None)
-    if fd is not None:
-        if remove:
-            (run_dir / LOCK).unlink(missing_ok=True)
-        os.close(fd)
+    """Let go of the lock. The lock file is removed (while still held) with ``remove``, as a finished run does, and
+    when this process made it for a run that did not go ahead; otherwise it stays as it was."""
+    held = _held.pop(run_dir.resolve(), None)
+    if held is None:
+        return
+    if remove or (held.created and not held.claimed):
+        (run_dir / LOCK).unlink(missing_ok=True)
+    os.close(held.fd)
 
 
 def discard_if_empty(prepared: Prepared) -> None:
-    """Remove a run directory this run created when nothing but the lock was written to it."""
+    """Let go of the lock; a directory that got nothing but the marker loses it, and is removed if this run made it."""
     release(prepared.path, remove=True)
-    if prepared.created and prepared.path.is_dir() and not any(prepared.path.iterdir()):
-        prepared.path.rmdir()
+    if not prepared.path.is_dir() or any(p.name != MARKER for p in prepared.path.iterdir()):
+        return
+    (prepared.path / MARKER).unlink(missing_ok=True)
+    if not prepared.created:
+        return
+    prepared.path.rmdir()
+    for parent in prepared.parents:  # runs/ made for this run alone goes with it; one another run uses stays
+        try:
+            parent.rmdir()
+        except OSError:
+            return
 
 
 def holds_run(run_dir: Path) -> bool:
-    return run_dir.is_dir() and any(p.name != LOCK for p in run_dir.iterdir())
+    return run_dir.is_dir() and any(p.name not in (LOCK, MARKER) for p in run_dir.iterdir())
 
 
 def read_summary(run_dir: Path) -> dict:
     try:
-        return json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
+    return summary if isinstance(summary, dict) else {}
 
 
-def prepare(output_dir: str, *, overwrite: bool, resume: bool) -> Prepared:
-    """Lock the run directory and decide: a fresh run, a replaced one, or a continued one."""
+def _summary_problem(run_dir: Path) -> str | None:
+    """Why summary.json cannot be continued from (cut short, or not a run's summary), or None."""
+    path = run_dir / "summary.json"
+    if not path.exists():
+        return None
+    try:
+        summary = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return f"{path} is damaged (not JSON)"
+    if not isinstance(summary, dict):
+        return f"{path} is damaged (a JSON {type(summary).__name__}, not a run's summary)"
+    return None
+
+
+def _make_dir(run_dir: Path) -> tuple[bool, list[Path]]:
+    """Create ``run_dir`` and its parents: (whether this call made it, the parents it made, innermost first)."""
+    missing = [p for p in run_dir.absolute().parents if not p.exists()]
+    run_dir.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir()
+    except FileExistsError:
+        return False, []
+    return True, missing
+
+
+def prepare(output_dir: str, *, overwrite: bool, resume: bool | str) -> Prepared:
+    """Lock the run directory and decide: a fresh run, a replaced one, or a continued one. Nothing in the directory
+    is changed (``commit`` does that); on a refusal the lock is let go and the directory is as it was.
+
+    ``resume``: True (``--resume``: continue, and say so when there is nothing to continue), ``"auto"`` (continue
+    an unfinished run, else start one) or False."""
     run_dir = Path(output_dir).expanduser()
+    if overwrite and resume is True:
+        raise RecipeError("--overwrite and --resume contradict each other; pass one")
     if run_dir.exists() and not run_dir.is_dir():
         raise RecipeError(f"output_dir: {run_dir} is a file; give a directory path")
-    if overwrite and resume:
-        raise RecipeError("--overwrite and --resume contradict each other; pass one")
-    existed = run_dir.is_dir()
-    run_dir.mkdir(parents=True, exist_ok=True)
+    if resume is True and not holds_run(run_dir):
+        what = "does not exist" if not run_dir.exists() else "holds no run"
+        raise RecipeError(
+            f"--resume: output_dir {run_dir.resolve()} {what}, so there is nothing to resume (output_dir is relative to "
+            f"the working directory, {Path.cwd()}); check the path, or drop --resume to start a new run"
+        )
+    if run_dir.is_dir() and holds_run(run_dir) and not is_run_dir(run_dir):
+        raise RecipeError(
+            f"output_dir: {run_dir} is not empty and holds no grpo_ext run, so nothing is written there; "
+            f"give an empty or new folder: output_dir=runs/new"
+        )
+    created, parents = _make_dir(run_dir)
+    lock(run_dir)
     try:
-        lock(run_dir)
+        prepared = _decide(run_dir, created, overwrite, resume)
+        prepared.parents = parents
+        return prepared
     except RecipeError:
-        if not existed:
-            shutil.rmtree(run_dir, ignore_errors=True)
-        raise
-    if not holds_run(run_dir):
-        return Prepared(run_dir, created=not existed)
-    if overwrite:
-        for child in run_dir.iterdir():
-            if child.name != LOCK:
-                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
-        return Prepared(run_dir)
-    summary = read_summary(run_dir)
-    if summary.get("status") == "completed" and resume:
         release(run_dir)
+        raise
+
+
+def _decide(run_dir: Path, created: bool, overwrite: bool, resume: bool | str) -> Prepared:
+    if not holds_run(run_dir):
+        return Prepared(run_dir, created=created)
+    if overwrite:
+        return Prepared(run_dir, replace=True)
+    summary = read_summary(run_dir)
+    finished = summary.get("status") == "completed"
+    if finished and resume is True:
         steps = f" ({summary['steps']} steps)" if summary.get("steps") else ""
         raise RecipeError(
             f"output_dir: {run_dir} holds a finished run{steps}; there is nothing to resume; pass --overwrite to train "
-            f"it again, or choose another: output_dir=runs/new"
+            f"it again, or {_NEW}"
         )
-    if summary.get("status") == "completed" or not resume:
-        release(run_dir)
+    if finished or not resume:
         last = last_complete_checkpoint(run_dir)
         how = (
             ""
-            if summary.get("status") == "completed"
-            else (f", --resume to continue it (it stopped; last complete checkpoint: {last.name if last else 'none'})")
+            if finished
+            else f", --resume to continue it (it stopped; last complete checkpoint: {last.name if last else 'none'})"
         )
+        raise RecipeError(f"output_dir: {run_dir} already holds a run; pass --overwrite to replace it{how}, or {_NEW}")
+    problem = _summary_problem(run_dir)
+    if problem:
+        raise RecipeError(f"--resume: {problem}; restore it, or pass --overwrite to start the run again")
+    found = checkpoints(run_dir)
+    complete = [c for c in found if _has_manifest(c) and not _damage(c, hashes=False)]
+    chosen = complete[-1] if complete else None
+    damaged = [c for c in found if _has_manifest(c) and c not in complete and (chosen is None or step_of(c) > step_of(chosen))]
+    if chosen is not None and not damaged:
+        damage = _damage(chosen, hashes=True)
+        damaged = [chosen] if damage else []
+    if damaged:
+        newest = damaged[-1]
         raise RecipeError(
-            f"output_dir: {run_dir} already holds a run; pass --overwrite to replace it{how}, "
-            f"or choose another: output_dir=runs/new"
+            f"--resume: {newest.name} was complete when saved, but {_damage(newest, hashes=True)} since; nothing was "
+            f"deleted: restore it, move it out of {run_dir} to resume from an earlier checkpoint, or pass --overwrite"
         )
-    checkpoint = last_complete_checkpoint(run_dir)
-    for stale in checkpoints(run_dir):
-        if not is_complete(stale):
-            shutil.rmtree(stale)
-    truncate_metrics(run_dir / "metrics.jsonl", step_of(checkpoint) if checkpoint else 0)
-    return Prepared(run_dir, checkpoint, summary)
+    if chosen is None:
+        if resume is True:
+            raise RecipeError(
+                f"--resume: {run_dir} has no complete checkpoint (the run stopped before its first save; "
+                f"training.save_steps sets how often it saves); pass --overwrite to start it again"
+            )
+        return Prepared(run_dir, replace=True, notes=[f"resume: auto: {run_dir} has no complete checkpoint; starting again"])
+    stale = [c for c in found if c != chosen and c not in complete]  # cut short, or left by a deletion that was cut short
+    return Prepared(run_dir, chosen, summary, stale=stale)
+
+
+def commit(prepared: Prepared) -> None:
+    """Carry out what ``prepare`` decided: mark the directory as a run's, claim the lock, then remove what the decision
+    named (the previous run's entries, checkpoints cut short) and trim ``metrics.jsonl`` to the checkpoint's step."""
+    run_dir = prepared.path
+    write_atomic(run_dir / MARKER, json.dumps({"grpo_ext": "run directory"}) + "\n")
+    claim(run_dir)
+    if prepared.replace:
+        kept = []
+        for child in sorted(run_dir.iterdir()):
+            if child.name in (LOCK, MARKER):
+                continue
+            if not written_by_run(child.name):
+                kept.append(child.name)
+            elif child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+        if kept:
+            prepared.notes.append(f"--overwrite: kept {len(kept)} entries a run does not write: {', '.join(kept)[:200]}")
+    for stale in prepared.stale:
+        shutil.rmtree(stale)
+    if prepared.resume_from is not None:
+        truncate_metrics(run_dir / "metrics.jsonl", step_of(prepared.resume_from))
 
 
 def step_of(checkpoint: Path) -> int:
@@ -145,23 +290,52 @@ def checkpoints(run_dir: Path) -> list[Path]:
     return sorted(found, key=step_of)
 
 
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
 def write_manifest(checkpoint: Path) -> None:
-    """Record every file of a just-saved checkpoint and its size; written last, atomically."""
+    """Record every file of a just-saved checkpoint, its size and its SHA-256; written last, atomically."""
     files = {
-        str(p.relative_to(checkpoint)): p.stat().st_size
+        str(p.relative_to(checkpoint)): {"size": p.stat().st_size, "sha256": _sha256(p)}
         for p in sorted(checkpoint.rglob("*"))
-        if p.is_file() and p.name != MANIFEST
+        if p.is_file() and p.name != MANIFEST and not p.name.startswith(f".{MANIFEST}.")
     }
     write_atomic(checkpoint / MANIFEST, json.dumps({"files": files}))
 
 
-def is_complete(checkpoint: Path) -> bool:
-    """True when the manifest exists and every file it lists is there with its recorded size."""
+def _has_manifest(checkpoint: Path) -> bool:
+    return (checkpoint / MANIFEST).is_file()
+
+
+def _damage(checkpoint: Path, *, hashes: bool) -> str | None:
+    """How a checkpoint's files differ from its manifest ("model.safetensors is 10 bytes, recorded 100"), or None.
+    Sizes always; with ``hashes`` the content too."""
     try:
         files = json.loads((checkpoint / MANIFEST).read_text(encoding="utf-8"))["files"]
-        return "trainer_state.json" in files and all((checkpoint / name).stat().st_size == size for name, size in files.items())
-    except (OSError, ValueError, KeyError, TypeError):
-        return False
+        files = {name: entry if isinstance(entry, dict) else {"size": entry} for name, entry in files.items()}
+        if "trainer_state.json" not in files:
+            return "its manifest lists no trainer_state.json"
+        for name, entry in files.items():
+            path = checkpoint / name
+            if not path.is_file():
+                return f"{name} is missing"
+            if path.stat().st_size != entry["size"]:
+                return f"{name} is {path.stat().st_size} bytes, recorded {entry['size']}"
+            if hashes and "sha256" in entry and _sha256(path) != entry["sha256"]:
+                return f"{name} has changed (its SHA-256 differs from the one recorded)"
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return f"its manifest {MANIFEST} is unreadable"
+    return None
+
+
+def is_complete(checkpoint: Path) -> bool:
+    """True when the manifest exists and every file it lists is there with its recorded size."""
+    return _has_manifest(checkpoint) and _damage(checkpoint, hashes=False) is None
 
 
 def last_complete_checkpoint(run_dir: Path) -> Path | None:
@@ -191,6 +365,12 @@ def truncate_metrics(path: Path, step: int) -> None:
     write_atomic(path, "".join(kept))
 
 
+def remove_checkpoint(checkpoint: Path) -> None:
+    """Delete a checkpoint, its manifest first: a kill part-way leaves one that is incomplete, not one that looks damaged."""
+    (checkpoint / MANIFEST).unlink(missing_ok=True)
+    shutil.rmtree(checkpoint, ignore_errors=True)
+
+
 def marker_callback(is_main: bool, keep: int | None):
     """A TrainerCallback that writes a checkpoint's manifest once TRL has finished saving it, then keeps the
     newest ``keep`` complete checkpoints (``save_total_limit``). TRL's own rotation is off: it could delete the
@@ -206,6 +386,6 @@ def marker_callback(is_main: bool, keep: int | None):
             write_manifest(checkpoint)
             if keep and keep > 0:
                 for old in [c for c in checkpoints(run_dir) if is_complete(c)][:-keep]:
-                    shutil.rmtree(old, ignore_errors=True)
+                    remove_checkpoint(old)
 
     return _Marker()

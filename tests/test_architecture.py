@@ -14,7 +14,17 @@ PACKAGE = Path(__file__).resolve().parents[1] / "grpo_ext"
 
 LAYERS: dict[int, list[str]] = {
     1: ["errors", "base", "console", "catalog", "shapes", "batch_rules", "advice", "tiny", "evalstats"],  # stdlib (and yaml) only
-    2: ["compat", "algorithms", "adapters", "model_source", "generators", "datafiles", "trackers", "rewards"],  # settings
+    2: [
+        "compat",
+        "algorithms",
+        "adapters",
+        "model_source",
+        "generators",
+        "datafiles",
+        "trackers",
+        "rewards",
+        "output_dir",
+    ],  # settings
     3: ["recipe"],  # schema, load, overrides, validate
     4: [
         "hardware",

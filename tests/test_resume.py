@@ -90,14 +90,15 @@ def test_resume_after_crash_continues_from_complete_checkpoint(tiny_model, digit
 
 @pytest.mark.slow
 def test_sigkill_at_random_points_then_resume(tiny_model, digit_doc, tmp_path):
-    """SIGKILL the training process at random moments (at least 5 times); each --resume continues; the end is clean."""
+    """SIGKILL the training process at random moments (at least 5 times); each start with ``resume=auto`` continues
+    (or, killed before its first checkpoint, starts again); the end is clean."""
     total, kills, seed = 30, 5, random.randrange(1 << 30)
     rng = random.Random(seed)
     run = tmp_path / "run"
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump(tiny_doc(digit_doc, tiny_model, run, max_steps=total)))
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    command = [sys.executable, "-m", "grpo_ext.train", str(path), "--resume"]
+    command = [sys.executable, "-m", "grpo_ext.train", str(path), "resume=auto"]
     resumed_from = []
     for attempt in range(kills):
         done_before = len(steps(run)) if (run / "metrics.jsonl").exists() else 0

@@ -78,10 +78,11 @@ def test_terminal_shows_only_our_lines(tiny_recipe, tmp_path):
 
 def test_finished_run_is_not_overwritten(tiny_recipe, tmp_path, no_hub, capsys):
     (tmp_path / "run").mkdir()
-    (tmp_path / "run" / "summary.json").write_text("{}")
+    (tmp_path / "run" / ".grpo_ext_run").write_text("{}")  # a run directory's marker
+    (tmp_path / "run" / "summary.json").write_text('{"status": "completed"}')
     assert cli.main(["train", str(tiny_recipe)]) == 2
     assert "already holds a run; pass --overwrite" in capsys.readouterr().err
-    assert (tmp_path / "run" / "summary.json").read_text() == "{}"
+    assert (tmp_path / "run" / "summary.json").read_text() == '{"status": "completed"}'
 
 
 def test_reward_from_file_trains(tiny_recipe, tmp_path, no_hub):

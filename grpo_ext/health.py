@@ -1,13 +1,14 @@
 """Training health: a watchdog that reads the metrics TRL logs each step and names a run that trains without
 learning, with its likely cause and the remedy.
 
-The rules turn the troubleshooting table of the GRPO tutorial into checks (README, "Training health"):
-no learning signal (every completion of a group scored alike, so the group-relative advantage is zero),
-a flat reward, entropy collapse, KL rising fast (its median over a window, not the mean), completions
-pinned at ``max_completion_length``, a NaN or infinite loss or gradient, a reward that rises while the
-completions grow or while one reward saturates alone (possible reward hacking), and a note that a loss
-near 0 is normal. Each rule fires once per run. A metric the installed TRL does not log leaves its rule
-silent. Pure Python over ``metrics.jsonl`` records, so a run's watchdog and ``grpo-ext doctor`` agree.
+The rules turn the troubleshooting table of the GRPO tutorial into checks (README, "Training health"): steps
+where no sample got a score (every reward returned None), no learning signal (every completion of a group
+scored alike, so the group-relative advantage is zero), a flat reward, entropy collapse, KL rising fast (its
+median over a window, not the mean), completions pinned at ``max_completion_length``, a NaN or infinite loss
+or gradient, a reward that rises while the completions grow or while one reward saturates alone (possible
+reward hacking), and a note that a loss near 0 is normal. Each rule fires once per run. A metric the
+installed TRL does not log leaves its rule silent. Pure Python over ``metrics.jsonl`` records, so a run's
+watchdog and ``grpo-ext doctor`` agree.
 """
 
 import math
@@ -86,7 +87,8 @@ class Watchdog:
     """
 
     def __init__(self, limits: dict | None = None, pass_thresholds: dict[str, float] | None = None, default_pass: float = 1.0):
-        self.limits = {**LIMITS, **{k: v for k, v in (limits or {}).items() if k in LIMITS}}
+        numbers = {k: v for k, v in (limits or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
+        self.limits = {**LIMITS, **{k: v for k, v in numbers.items() if k in LIMITS}}  # a hand-edited run's words: defaults
         self.pass_thresholds = pass_thresholds or {}
         self.default_pass = default_pass
         self.records: list[dict] = []
@@ -140,6 +142,7 @@ class Watchdog:
     def _check(self) -> list[Finding]:
         rules = (
             self._nonfinite,
+            self._unscored,
             self._no_signal,
             self._flat,
             self._pinned,
@@ -163,6 +166,23 @@ class Watchdog:
             f"{' and '.join(bad)} is {record[bad[0]]}",
             "a reward returned NaN, a group's reward std of 0 divided by, or log-probabilities overflowing (fp16)",
             "check the rewards for NaN, prefer bf16 to fp16, lower learning_rate, keep max_grad_norm set",
+        )
+
+    def _unscored(self) -> Finding | None:
+        k = self.limits["unscored_steps"]
+        window = self._last(k)
+        keys = reward_function_keys(window or [])
+        if not window or not keys:
+            return None
+        if any(_finite([_num(r, key)]) for r in window for key in keys.values()):  # TRL logs NaN (null) for all-None
+            return None
+        return Finding(
+            window[-1]["step"],
+            "unscored",
+            f"no sample got a score for {plural(k, 'step')} in a row: {', '.join(keys)} returned None for every completion",
+            "each reward raised on every sample and on_error: skip scored it None (reward_errors/NAME in metrics.jsonl), "
+            "so no completion is compared with another and the policy learns nothing",
+            "fix the reward (its first error was printed as a warning), or set on_error: fail to stop at the first one",
         )
 
     def _no_signal(self) -> Finding | None:

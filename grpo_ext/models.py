@@ -105,11 +105,26 @@ def parameter_count(model_cfg: dict, base_dir: Path) -> int:
 
 
 def run_model_section(run_dir: Path) -> dict:
-    """The ``model:`` section a run was trained with (its recipe.yaml), or {}."""
+    """The ``model:`` section a run was trained with (its recipe.yaml), or {}; RecipeError if the file is damaged."""
     recipe_file = run_dir / "recipe.yaml"
     if not recipe_file.is_file():
         return {}
-    return (yaml.safe_load(recipe_file.read_text(encoding="utf-8")) or {}).get("model") or {}
+    try:
+        recorded = yaml.safe_load(recipe_file.read_text(encoding="utf-8")) or {}
+    except (UnicodeDecodeError, yaml.YAMLError) as exc:
+        problem = getattr(exc, "problem", None) or type(exc).__name__
+        raise RecipeError(f"{recipe_file}: damaged ({problem}); restore it, or pass the run's final/ directory") from None
+    section = recorded.get("model") if isinstance(recorded, dict) else None
+    return section if isinstance(section, dict) else {}
+
+
+def run_settings(model_cfg: dict, run_dir: Path) -> dict:
+    """The caller's ``model:`` settings under the run's own (its base, dtype, quantization), except that the run's
+    recipe never turns ``trust_remote_code`` on: a run directory can come from anyone, so running the model's own
+    code stays the caller's decision (their recipe or a ``model.trust_remote_code=true`` override)."""
+    recorded = run_model_section(run_dir)
+    trusted = model_cfg.get("trust_remote_code") is True and recorded.get("trust_remote_code", True) is True
+    return {**model_cfg, **recorded, "trust_remote_code": trusted}
 
 
 def adapter_base(adapter_dir: Path, recorded: str | None = None) -> str:

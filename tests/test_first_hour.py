@@ -49,6 +49,8 @@ def summary(run_dir: Path) -> dict:
 # --- 1. a reward with no score for any sample ---------------------------------------------------------------
 
 REWARDS_PY = textwrap.dedent("""
+    import os, signal, time
+
     calls = 0
 
     def none_reward(completions, **kwargs):
@@ -64,11 +66,13 @@ REWARDS_PY = textwrap.dedent("""
         raise ValueError("no luck")
 
     def interrupt_on_third(completions, **kwargs):
-        # one call per training step (eval disabled): steps 1 and 2 are logged, Ctrl-C arrives in step 3
+        # one call per training step (eval disabled): steps 1 and 2 are logged, Ctrl-C (SIGINT) arrives in step 3;
+        # the main thread, waiting for this call, is interrupted while it sleeps
         global calls
         calls += 1
         if calls == 3:
-            raise KeyboardInterrupt
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(5)
         return [1.0 / (1 + len(str(c))) for c in completions]
 
     def one_in_four(completions, **kwargs):
@@ -524,7 +528,7 @@ def test_paths_in_overrides_are_relative_to_where_they_were_typed(override, expe
 # --- 9. a resumed run continues on the path of the run that never stopped ---------------------------------------
 
 STOPPABLE_PY = textwrap.dedent("""
-    import os
+    import os, signal, time
 
     calls = 0
 
@@ -532,7 +536,8 @@ STOPPABLE_PY = textwrap.dedent("""
         global calls
         calls += 1
         if calls == int(os.environ.get("STOP_AT_CALL", "0")):
-            raise KeyboardInterrupt  # Ctrl-C in the middle of a step
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C in the middle of a step
+            time.sleep(5)  # the main thread, waiting for this call, is interrupted meanwhile
         return [1.0 / (1 + len(str(c))) for c in completions]
 """)
 

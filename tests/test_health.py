@@ -30,7 +30,17 @@ FAILING = {"reward": 0.5, "rewards__digit_exact__mean": 0.0, "rewards__digit_sha
 MOVING = {**FAILING, "reward": lambda s: 0.1 * s}  # a reward that is not flat, for the rules that do not read it
 SOLVED = {"reward": 2.0, "rewards__digit_exact__mean": 1.0, "rewards__digit_shaped__mean": 1.0, "loss": 0.0}
 
+UNSCORED = {"reward": None, "reward_std": None, "frac_reward_zero_std": 0.0, "rewards__judge__mean": None, "loss": 0.01}
+
 WATCHDOG_CASES = [
+    # every reward None on every sample for 3 steps (TRL logs null means): no sample scored, at step 3
+    (stream(3, **UNSCORED), [("unscored", 3)]),
+    # the same as NaN, an older TRL's reward 0.0 beside it
+    (stream(3, **{**UNSCORED, "reward": 0.0, "rewards__judge__mean": math.nan}), [("unscored", 3)]),
+    # two unscored steps, then one scored: below unscored_steps, silent
+    (stream(3, **{**UNSCORED, "rewards__judge__mean": [None, None, 0.5], "reward": [None, None, 0.5]}), []),
+    # one reward None everywhere, the other scores: the samples have a score, silent
+    (stream(3, **{**UNSCORED, "rewards__len__mean": 0.3, "reward": 0.3}), []),
     # every group flat for 6 steps, not solved: no learning signal at step 6
     (stream(6, frac_reward_zero_std=1.0, **FAILING), [("no_signal", 6)]),
     # every group flat because every completion is right: solved, silent
@@ -256,8 +266,10 @@ DOCTOR_CASES = [
     ),
     # a run stuck without signal: its rule and remedy, not healthy
     ("stuck", stream(8, frac_reward_zero_std=1.0, **FAILING), "completed", {}, False),
-    # a run killed at step 2 (summary never closed), healthy so far
-    ("killed", stream(2, frac_reward_zero_std=0.0, entropy=[3.0, 2.0], reward=[0.1, 0.3]), "running", {}, True),
+    # a run killed at step 2 (summary never closed, no process holds its lock): killed, not healthy
+    ("killed", stream(2, frac_reward_zero_std=0.0, entropy=[3.0, 2.0], reward=[0.1, 0.3]), "running", {}, False),
+    # a run where no sample scored: its finding, not healthy
+    ("unscored", stream(4, **UNSCORED), "completed", {}, False),
     # the run's own thresholds are used: 3 flat steps are a finding with no_signal_steps 3
     ("strict", stream(3, frac_reward_zero_std=1.0, **FAILING), "completed", {"no_signal_steps": 3}, False),
     # a failed run is not healthy whatever its metrics
@@ -398,3 +410,24 @@ def test_tiny_run_preflight_with_generation_kwargs(digit_doc, tiny_model, write_
     assert summary["status"] == "completed" and summary["steps"] == 2
     assert summary["health"]["preflight"]["rewards"]["digit_exact"]["samples"] == 8
     assert summary["health"]["watchdog_seconds"] >= 0.0
+
+
+@pytest.mark.parametrize(
+    ("on_problem", "status", "steps"),
+    [
+        ("warn", "completed", 4),  # the finding is printed and recorded; the run goes on, not healthy
+        ("stop", "stopped_unhealthy", 3),  # stopped at the third unscored step, exit 1
+    ],
+)
+def test_tiny_run_where_no_sample_scores(on_problem, status, steps, digit_doc, tiny_model, write_recipe, tmp_path, no_hub):
+    from grpo_ext import cli
+
+    (tmp_path / "judge.py").write_text("def judge(completions, **kwargs):\n    raise ValueError('cannot parse')\n")
+    doc = tiny_doc(digit_doc, tiny_model, tmp_path / "run", health={"on_problem": on_problem}, eval={"enabled": False})
+    doc["rewards"] = [{"name": "./judge.py:judge", "on_error": "skip"}]
+    doc["training"]["max_steps"] = 4
+    assert cli.main(["train", str(write_recipe(doc))]) == (0 if on_problem == "warn" else 1)
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert (summary["status"], summary["steps"], summary["health"]["status"]) == (status, steps, "unhealthy")
+    assert [(f["rule"], f["step"]) for f in summary["health"]["findings"] if f["severity"] == "warning"] == [("unscored", 3)]
+    assert doctor.diagnose(tmp_path / "run")[1] is False

@@ -160,3 +160,76 @@ def test_reward_thread_inherits_grad_mode():
         guarded(completions=["a"])
     guarded(completions=["a"])
     assert seen == [False, True]
+
+
+def exits(completions, **kwargs):
+    sys.exit(0)
+
+
+def exits_with_status(completions, **kwargs):
+    raise SystemExit(3)
+
+
+def interrupts(completions, **kwargs):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize(
+    "fn,timeout,on_error,reason",
+    [
+        (exits, 0.5, "fail", "SystemExit: 0"),  # sys.exit(0) on the reward's thread: a failure, not a success
+        (exits_with_status, 0.5, "skip", "SystemExit: 3"),  # never skipped as a sample's error
+        (interrupts, 0.5, "fail", "KeyboardInterrupt"),  # raised by the reward itself, not Ctrl-C
+        (exits, None, "fail", "SystemExit: 0"),  # no time limit: on the caller's thread, the same failure
+    ],
+)
+def test_exit_inside_a_reward_is_a_failure_naming_it(fn, timeout, on_error, reason):
+    guarded = Guarded(fn, "r", where="rewards[2]", on_error=on_error, timeout=timeout)
+    with pytest.raises(RunError) as info:
+        guarded(completions=COMPLETIONS)
+    assert str(info.value) == (
+        f"reward 'r' raised {reason} on a batch of 4 completions; a reward returns scores and never exits: "
+        f"fix the reward (rewards[2])"
+    )
+
+
+def test_ctrl_c_without_a_limit_stays_an_interrupt():
+    """With ``timeout: null`` the reward runs on the caller's thread, where KeyboardInterrupt may be the user's
+    Ctrl-C: the run is interrupted (exit 130), not failed."""
+    with pytest.raises(KeyboardInterrupt):
+        Guarded(interrupts, "r", timeout=None)(completions=COMPLETIONS)
+
+
+EXITING_REWARDS = """
+import sys
+
+def exits(completions, **kwargs):
+    sys.exit(0)
+
+def interrupts(completions, **kwargs):
+    raise KeyboardInterrupt
+"""
+
+
+@pytest.mark.parametrize(
+    "name,eval_enabled",
+    [
+        ("exits", True),  # sys.exit(0) in the eval before training
+        ("exits", False),  # ... in the first training step
+        ("interrupts", False),
+    ],
+)
+def test_run_with_an_exiting_reward_fails(name, eval_enabled, digit_doc, tiny_model, write_recipe, tmp_path, no_hub, capsys):
+    import json
+
+    from conftest import tiny_doc
+
+    from grpo_ext import cli
+
+    (tmp_path / "exiting.py").write_text(EXITING_REWARDS)
+    reward = f"./exiting.py:{name}"
+    doc = tiny_doc(digit_doc, tiny_model, tmp_path / "run", rewards=[reward], eval={"enabled": eval_enabled})
+    assert cli.main(["train", str(write_recipe(doc))]) == 1
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["status"] == "failed" and f"reward {name!r} raised" in summary["error"]
+    assert capsys.readouterr().err.splitlines()[-1].startswith(f"error: reward {name!r} raised ")

@@ -103,3 +103,146 @@ def test_import_and_validation_touch_no_network(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "network touched" not in proc.stderr
+
+
+FACTORY_FILE = """
+from pathlib import Path
+
+def make(n, marker):
+    Path(marker).write_text("factory ran")
+    def longer(completions, **kwargs):
+        return [float(len(c) > n) for c in completions]
+    return longer
+"""
+
+
+def _merge_reads(path: Path) -> None:
+    """``merge RUN_DIR`` validates the run's own recipe.yaml before any model loads."""
+    from grpo_ext.verbs import merge
+
+    run = path.parent / "run"
+    (run / "final").mkdir(parents=True)
+    (run / "final" / "adapter_config.json").write_text('{"base_model_name_or_path": "x"}')
+    (run / "recipe.yaml").write_text(recipe.load(str(path)).to_yaml())  # as a run records it: paths absolute
+    merge.read_run(run)
+
+
+@pytest.mark.parametrize(
+    "command,runs",
+    [
+        (lambda path: cli.main(["validate", str(path)]), False),  # checks the factory's signature, calls nothing
+        (lambda path: cli.main(["train", str(path), "--dry-run"]), False),
+        (lambda path: cli.main(["plan", str(path)]), False),
+        (_merge_reads, False),
+        (lambda path: cli.main(["train", str(path)]), True),  # a run needs the reward: the factory runs
+    ],
+    ids=["validate", "dry-run", "plan", "merge", "train"],
+)
+def test_user_factory_runs_only_when_a_run_needs_it(command, runs, digit_doc, tiny_model, tmp_path, no_hub):
+    from conftest import tiny_doc
+
+    marker = tmp_path / "factory-ran"
+    (tmp_path / "my_rewards.py").write_text(FACTORY_FILE)
+    reward = {"name": "./my_rewards.py:make", "args": {"n": 2, "marker": str(marker)}}
+    doc = tiny_doc(digit_doc, tiny_model, tmp_path / "out", rewards=[reward], eval={"enabled": False})
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert command(path) in (0, None)
+    assert marker.exists() is runs
+
+
+def test_dry_run_shows_a_deferred_factory_as_a_call(digit_doc, tmp_path, capsys):
+    (tmp_path / "my_rewards.py").write_text(FACTORY_FILE)
+    digit_doc["rewards"] = ["digit_exact", {"name": "./my_rewards.py:make", "args": {"n": 2, "marker": "m"}}]
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(digit_doc, sort_keys=False))  # the args in the order the recipe gives them
+    assert cli.main(["train", str(path), "--dry-run"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("rewards: "))
+    assert line == "rewards: digit_exact (weight 1.0), ./my_rewards.py:make(n=2, marker='m') (weight 1.0)"
+
+
+@pytest.mark.parametrize(
+    "reward,column",
+    [
+        ({"name": "./my_rewards.py:make", "args": {"n": 2, "marker": "m"}, "extra": 1}, "rewards[0].extra"),  # a typo
+        ({"name": "./my_rewards.py:make", "args": {"n": 2}}, "rewards[0].args"),  # a missing argument: by signature
+    ],
+)
+def test_factory_arguments_checked_by_signature(reward, column, digit_doc, tmp_path):
+    (tmp_path / "my_rewards.py").write_text(FACTORY_FILE)
+    digit_doc["rewards"] = [reward]
+    with pytest.raises(recipe.RecipeError) as info:
+        recipe.validate(digit_doc, tmp_path / "r.yaml")
+    assert [line.split(":")[0] for line in info.value.problems] == [column]
+
+
+COLUMN_FACTORY = """
+def make(column):
+    def graded(completions, gold, **kwargs):
+        return [0.0] * len(completions)
+    return graded
+"""
+
+
+def test_deferred_factory_column_check_when_built(digit_doc, tmp_path):
+    """A user's factory's reward needs a column: the check validation gives a registry reward happens when it is
+    built, with the same line."""
+    (tmp_path / "my_rewards.py").write_text(COLUMN_FACTORY)
+    digit_doc["rewards"] = [{"name": "./my_rewards.py:make", "args": {"column": "gold"}}]
+    digit_doc["eval"]["enabled"] = False  # the training rows alone
+    checked = recipe.validate(digit_doc, tmp_path / "r.yaml")
+    with pytest.raises(recipe.RecipeError) as info:
+        checked.build_rewards()
+    (problem,) = info.value.problems
+    assert problem.startswith("rewards[0] (graded) needs column 'gold', which the training rows (data.prompts) lack")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "os:system",  # runs a shell command with its args
+        "subprocess:run",
+        "shutil:rmtree",
+        "builtins:exec",
+        "runpy:run_path",
+        "posix:system",  # os's own implementation module
+        "importlib:import_module",
+        "os.path:join",  # inside a refused module
+        "./aliases.py:system",  # a file's alias of os.system: refused by the function's own module
+    ],
+)
+def test_system_modules_refused_by_name(name, digit_doc, tmp_path):
+    marker = tmp_path / "ran"
+    (tmp_path / "aliases.py").write_text("from os import system\n")
+    digit_doc["rewards"] = [{"name": name, "args": {"command": f"touch {marker}"}}]
+    with pytest.raises(recipe.RecipeError) as info:
+        recipe.validate(digit_doc, tmp_path / "r.yaml")
+    (problem,) = info.value.problems
+    assert problem.startswith(f"rewards[0].name: {name!r} comes from ") and "standard-library module" in problem
+    assert "\n" not in problem and not marker.exists()
+
+
+def _run_dir(tmp_path: Path, recorded: object) -> Path:
+    run = tmp_path / "run"
+    run.mkdir()
+    if recorded is not None:
+        (run / "recipe.yaml").write_text(yaml.safe_dump({"model": {"name": "base", "dtype": "float32", **recorded}}))
+    return run
+
+
+@pytest.mark.parametrize(
+    "caller,recorded,expected",
+    [
+        (False, {"trust_remote_code": True}, False),  # the run's recipe cannot turn remote code on
+        ({}, {"trust_remote_code": True}, False),  # nor where the caller's recipe leaves the key out
+        (True, {"trust_remote_code": True}, True),  # both trust it
+        (True, {"trust_remote_code": False}, False),  # the run trained without it
+        (True, None, True),  # no recorded recipe: the caller's word
+        (False, {"trust_remote_code": "yes"}, False),  # a hand-edited value is not True
+    ],
+)
+def test_run_directory_never_raises_trust_remote_code(caller, recorded, expected, tmp_path):
+    model_cfg = {"name": "caller", "dtype": "auto"} | ({} if caller == {} else {"trust_remote_code": caller})
+    settings = models.run_settings(model_cfg, _run_dir(tmp_path, recorded))
+    assert settings["trust_remote_code"] is expected
+    assert settings["dtype"] == ("float32" if recorded is not None else "auto")  # the run's other settings apply

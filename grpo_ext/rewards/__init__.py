@@ -2,6 +2,6 @@
 
 from grpo_ext.rewards import digit, formats, maths, shaping  # noqa: F401  (register the built-in rewards)
 from grpo_ext.rewards.guard import Guarded, guard_all
-from grpo_ext.rewards.registry import REGISTRY, build, completion_text, known_names, register
+from grpo_ext.rewards.registry import REGISTRY, build, completion_text, known_names, register, resolve
 
-__all__ = ["REGISTRY", "Guarded", "build", "completion_text", "guard_all", "known_names", "register"]
+__all__ = ["REGISTRY", "Guarded", "build", "completion_text", "guard_all", "known_names", "register", "resolve"]

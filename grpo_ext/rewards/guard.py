@@ -1,13 +1,14 @@
 """Wrap a reward so that TRL logs it under a unique name and every fault names the reward.
 
 A reward that raises stops the run with one line naming the reward, the sample and the start of its
-completion; with ``on_error: skip`` that sample scores ``None`` instead (TRL leaves it out of the
-group's baseline) and the count is logged per step as ``reward_errors/NAME``. A wrong number of scores,
-NaN, infinity or a non-number always stops the run. Each call runs on its own daemon thread under a
-time limit (``timeout`` seconds), so it works whichever thread TRL calls the reward from. A reward
-stuck inside C code that holds the interpreter lock (a runaway regular expression) cannot be stopped
-from Python: at twice the limit plus one second ``faulthandler`` prints every thread's stack and ends
-the process with status 1.
+completion; with ``on_error: skip`` that sample scores ``None`` instead (TRL leaves it out of the group's
+baseline) and the count is logged per step as ``reward_errors/NAME``. A wrong number of scores, NaN,
+infinity or a non-number always stops the run, and so does a reward that raises SystemExit or
+KeyboardInterrupt (a ``sys.exit`` in it would otherwise end training as if it had succeeded). Each call runs
+on its own daemon thread under a time limit (``timeout`` seconds), so it works whichever thread TRL calls
+the reward from. A reward stuck inside C code that holds the interpreter lock (a runaway regular expression)
+cannot be stopped from Python: at twice the limit plus one second ``faulthandler`` prints every thread's
+stack and ends the process with status 1.
 """
 
 import faulthandler
@@ -17,6 +18,7 @@ import sys
 import threading
 
 from grpo_ext import compat
+from grpo_ext.base import listing, shown
 from grpo_ext.errors import RunError
 from grpo_ext.rewards.registry import REGISTRY, completion_text
 
@@ -27,10 +29,26 @@ class RewardTimeout(Exception):
     """A reward call ran past its time limit."""
 
 
+class RewardExit(Exception):
+    """A reward raised SystemExit or KeyboardInterrupt (``exc``): an error of the reward, not the end of the run."""
+
+    def __init__(self, exc: BaseException):
+        super().__init__(exc)
+        self.exc = exc
+
+
 def call_with_limit(fn, limit: float | None, /, **kwargs):
-    """``fn(**kwargs)`` on a daemon thread; RewardTimeout if it has not returned within ``limit`` seconds."""
+    """``fn(**kwargs)`` on a daemon thread; RewardTimeout if it has not returned within ``limit`` seconds.
+
+    An exception of ``fn`` is raised here as is, except SystemExit and KeyboardInterrupt, which come as RewardExit:
+    on the reward's own thread neither can be the user's Ctrl-C (a signal reaches the main thread, here, in the
+    wait). With ``limit`` None ``fn`` runs on the caller's thread, where a KeyboardInterrupt may be Ctrl-C and
+    stays one."""
     if limit is None:
-        return fn(**kwargs)
+        try:
+            return fn(**kwargs)
+        except SystemExit as exc:
+            raise RewardExit(exc) from exc
     box: dict = {}
     done = threading.Event()
     inherit = _torch_context()
@@ -52,6 +70,8 @@ def call_with_limit(fn, limit: float | None, /, **kwargs):
         faulthandler.cancel_dump_traceback_later()
     if not finished:
         raise RewardTimeout
+    if isinstance(box.get("error"), (SystemExit, KeyboardInterrupt)):
+        raise RewardExit(box["error"]) from box["error"]
     if "error" in box:
         raise box["error"]
     return box["value"]
@@ -124,6 +144,11 @@ class Guarded:
                 f"reward {self.__name__!r} did not return within {self.timeout:g} s on a batch of {n} "
                 f"completions; make it faster or raise {self.where}.timeout"
             ) from None
+        except RewardExit as exc:  # never skipped: the reward tried to end the process, not to score a sample
+            raise RunError(
+                f"reward {self.__name__!r} raised {_reason(exc.exc)} on a batch of {n} completions; a reward returns "
+                f"scores and never exits: fix the reward ({self.where})"
+            ) from exc.exc
         if not isinstance(scores, (list, tuple)) or len(scores) != n:
             got = f"{len(scores)} scores" if isinstance(scores, (list, tuple)) else f"a {type(scores).__name__}"
             raise RunError(f"reward {self.__name__!r} returned {got} for {n} completions; return one score per completion")
@@ -134,7 +159,7 @@ class Guarded:
                 continue
             if isinstance(s, bool) or not isinstance(s, numbers.Real) or not math.isfinite(s):
                 raise RunError(
-                    f"reward {self.__name__!r} gave {s!r:.40} for sample {i} of {n} (completion {_start(completions[i])}); "
+                    f"reward {self.__name__!r} gave {shown(s, 40)} for sample {i} of {n} (completion {_start(completions[i])}); "
                     f"a score is a finite number or None"
                 )
             out.append(float(s))
@@ -182,11 +207,15 @@ class Guarded:
             )
 
 
-def guard_all(entries: list[dict], funcs: list) -> list[Guarded]:
+def guard_all(entries: list[dict], funcs: list) -> list[Guarded | None]:
     """The recipe's rewards (``entries``, with the functions built from them) guarded, each under a unique
-    metric name: a registry name, else the function's ``__name__``; a name used twice gets ``_2``, ``_3``."""
+    metric name: a registry name, else the function's ``__name__``; a name used twice gets ``_2``, ``_3``.
+    A None in ``funcs`` (a user's factory that validation does not call) stays None in its place."""
     guarded, seen = [], {}
     for i, (entry, fn) in enumerate(zip(entries, funcs, strict=True)):
+        if fn is None:
+            guarded.append(None)
+            continue
         base = entry["name"] if entry["name"] in REGISTRY else getattr(fn, "__name__", f"reward_{i}")
         seen[base] = seen.get(base, 0) + 1
         guarded.append(
@@ -212,10 +241,10 @@ def missing_columns(funcs: list, columns: list[str], rows: str) -> list[str]:
     """
     problems = []
     for fn in funcs:
-        for column in getattr(fn, "columns", ()):
+        for column in getattr(fn, "columns", ()):  # a reward not built yet (None) needs none until it is
             if column not in columns:
                 problems.append(
-                    f"{fn.where} ({fn.__name__}) needs column {column!r}, which {rows} lack (columns: {', '.join(columns)}); "
+                    f"{fn.where} ({fn.__name__}) needs column {column!r}, which {rows} lack (columns: {listing(columns)}); "
                     f"add it to the data, or point the reward at a column they have"
                 )
     return problems

@@ -13,6 +13,10 @@ How a recipe names a reward (``rewards[i].name``):
 - a name that an installed package registers in the ``grpo_ext.rewards`` entry-point group.
 
 With ``args``, the named object is called with them to build the reward; without, it is the reward.
+Validating a recipe (``resolve``) imports what a reward names and checks its arguments against the
+signature, and builds only the registry's own rewards: a user's factory is called with the recipe's
+``args`` when a run needs the reward (``Resolved.build``), never by ``validate``, ``--dry-run``,
+``plan`` or ``merge``. Names from the standard library's process and system modules are refused.
 """
 
 import functools
@@ -22,6 +26,7 @@ import importlib.util
 import inspect
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_ext.base import closest, resolve_path, shown
@@ -30,6 +35,14 @@ from grpo_ext.errors import RecipeError
 ENTRY_POINT_GROUP = "grpo_ext.rewards"
 
 RewardFunc = Callable[..., list[float | None]]
+
+# Standard-library modules whose functions run programs, load or run code, or change files and the interpreter
+# (os:system, subprocess:run, shutil:rmtree, builtins:exec, runpy:run_path, ...): never a reward, so a recipe that
+# names one is refused before anything is imported or called. A reward file of your own may still use them.
+SYSTEM_MODULES = frozenset(
+    "_io _posixsubprocess _thread builtins code codeop concurrent ctypes importlib io marshal multiprocessing nt os "
+    "pdb pickle posix pty runpy shelve shutil signal socket subprocess sys threading".split()
+)
 
 REGISTRY: dict[str, Callable[..., RewardFunc]] = {}
 
@@ -84,10 +97,22 @@ def known_names() -> list[str]:
     return sorted(set(REGISTRY) | set(entry_points()))
 
 
+def refuse_system(name: str, module: str | None) -> None:
+    """LookupError when ``module`` (dotted) is one of SYSTEM_MODULES or inside one; ``name`` is what the recipe wrote."""
+    top = (module or "").partition(".")[0]
+    if top in SYSTEM_MODULES:
+        raise LookupError(
+            f"{shown(name)} comes from {top}, a standard-library module that runs programs or changes the system, "
+            f"not a reward; name a function of your own (file.py:function) or a registry reward (grpo-ext rewards ls)"
+        )
+
+
 def _import_reference(name: str, base_dir: Path) -> object:
     target, _, attr = name.rpartition(":")
     if not target or not attr:
         raise LookupError(f"reward reference {name!r} must look like 'module:function' or 'file.py:function'")
+    if not target.endswith(".py"):
+        refuse_system(name, target)  # before the import: naming such a module runs nothing
     if target.endswith(".py"):
         path = resolve_path(target, base_dir)
         if not path.is_file():
@@ -110,7 +135,9 @@ def _import_reference(name: str, base_dir: Path) -> object:
         hint = closest(attr, options)
         more = f"; did you mean {hint!r}?" if hint else ""
         raise LookupError(f"{target!r} has no attribute {attr!r}{more}")
-    return getattr(module, attr)
+    obj = getattr(module, attr)
+    refuse_system(name, getattr(obj, "__module__", None))  # a module's own alias of one (mod:system for os.system)
+    return obj
 
 
 def find(name: str, base_dir: Path) -> tuple[Callable, bool]:
@@ -129,41 +156,76 @@ def find(name: str, base_dir: Path) -> tuple[Callable, bool]:
         sources = " and ".join(f"{_package(ep)} ({ep.value})" for ep in eps)
         raise LookupError(f"reward {name!r} is registered by {sources}; uninstall one, or name it as module:function")
     if eps:
+        refuse_system(name, eps[0].module)
         try:
-            return eps[0].load(), False
+            obj = eps[0].load()
         except Exception as exc:
             raise LookupError(
                 f"entry point {name!r} of package {_package(eps[0])} ({eps[0].value}) failed to load: {type(exc).__name__}: {exc}"
             ) from exc
+        refuse_system(name, getattr(obj, "__module__", None))
+        return obj, False
     hint = closest(name, known_names())
     more = f"did you mean {hint!r}?" if hint else "see `grpo-ext rewards ls` for the names"
     raise LookupError(f"unknown reward {shown(name)}; {more}")
 
 
-def build(name: str, args: dict, base_dir: Path, path: str) -> RewardFunc:
-    """Build the reward that ``rewards[i]`` names, or raise RecipeError naming the key path ``path``."""
+@dataclass(frozen=True)
+class Resolved:
+    """A reward as validation leaves it: ``fn`` when it is ready (a registry reward, built from its args; a user's
+    function named without args), else ``factory``, the user's, with the ``args`` that ``build`` calls it with."""
+
+    name: str
+    path: str  # the recipe key, rewards[i]
+    fn: RewardFunc | None = None
+    factory: Callable | None = None
+    args: dict = field(default_factory=dict)
+
+    @property
+    def deferred(self) -> bool:
+        return self.fn is None
+
+    def build(self) -> RewardFunc:
+        """The reward function; a user's factory runs here, each time (a run asks once)."""
+        return self.fn if self.fn is not None else _call_factory(self.factory, self.args, self.name, self.path)
+
+
+def resolve(name: str, args: dict, base_dir: Path, path: str) -> Resolved:
+    """Find the reward that ``rewards[i]`` names and check its ``args`` against the signature; RecipeError naming
+    the key path ``path``. Only a registry factory is called here; a user's factory waits for ``Resolved.build``."""
     try:
         obj, is_factory = find(name, base_dir)
     except LookupError as exc:
         raise RecipeError(f"{path}.name: {exc}") from None
     if not callable(obj):
         raise RecipeError(f"{path}.name: {name!r} is a {type(obj).__name__}, not a function")
-    if is_factory or args:
-        try:
-            inspect.signature(obj).bind(**args)
-        except TypeError as exc:
-            params = ", ".join(p for p in inspect.signature(obj).parameters if p != "kwargs") or "none"
-            raise RecipeError(f"{path}.args: {exc} (arguments of {name!r}: {params})") from None
-        except ValueError:
-            pass
-        try:
-            fn = obj(**args)
-        except Exception as exc:
-            raise RecipeError(f"{path}.args: {name!r} rejected its arguments: {type(exc).__name__}: {exc}") from None
-        if not callable(fn):
-            raise RecipeError(f"{path}: calling {name!r} with args did not return a function")
-        return _takes_trl_call(fn, name, path)
-    return _takes_trl_call(obj, name, path)
+    if not (is_factory or args):
+        return Resolved(name, path, fn=_takes_trl_call(obj, name, path))
+    try:
+        inspect.signature(obj).bind(**args)
+    except TypeError as exc:
+        params = ", ".join(p for p in inspect.signature(obj).parameters if p != "kwargs") or "none"
+        raise RecipeError(f"{path}.args: {exc} (arguments of {name!r}: {params})") from None
+    except ValueError:
+        pass
+    if is_factory:
+        return Resolved(name, path, fn=_call_factory(obj, args, name, path))
+    return Resolved(name, path, factory=obj, args=args)
+
+
+def build(name: str, args: dict, base_dir: Path, path: str) -> RewardFunc:
+    """Build the reward that ``rewards[i]`` names, user factory included, or raise RecipeError naming ``path``."""
+    return resolve(name, args, base_dir, path).build()
+
+
+def _call_factory(factory: Callable, args: dict, name: str, path: str) -> RewardFunc:
+    try:
+        fn = factory(**args)
+    except (Exception, SystemExit) as exc:  # a factory that exits is refusing its arguments too
+        raise RecipeError(f"{path}.args: {name!r} rejected its arguments: {type(exc).__name__}: {exc}") from None
+    if not callable(fn):
+        raise RecipeError(f"{path}: calling {name!r} with args did not return a function")
+    return _takes_trl_call(fn, name, path)
 
 
 def _takes_trl_call(fn: RewardFunc, name: str, path: str) -> RewardFunc:

@@ -5,7 +5,9 @@
 
 A run directory is read as it is (finished, failed, stopped or killed, from any supported TRL version): the
 watchdog is replayed over ``metrics.jsonl`` with the run's own ``health`` thresholds, so the doctor names
-what the run printed while it trained. ``diagnose`` returns the lines and whether the run is healthy.
+what the run printed while it trained. A summary still ``running`` whose lock no live process holds is a
+killed run. A damaged file (cut short, not a mapping, not text) is named in a note and read as empty.
+``diagnose`` returns the lines and whether the run is healthy.
 """
 
 import importlib.metadata
@@ -17,54 +19,124 @@ from pathlib import Path
 import yaml
 
 from grpo_ext import hardware, health, model_source, rundir
+from grpo_ext.base import kind_of
 from grpo_ext.errors import RecipeError
 
 PACKAGES = ("grpo_ext", "trl", "transformers", "torch", "peft", "accelerate", "bitsandbytes", "vllm", "deepspeed", "datasets")
-UNHEALTHY_STATUS = ("failed", "stopped_unhealthy")
+UNHEALTHY_STATUS = ("failed", "stopped_unhealthy", "killed")
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+def _mapping(value) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _read_mapping(path: Path, parse, notes: list[str]) -> dict:
+    """The mapping a run file holds (``parse`` reads its text), or {}: missing, or damaged (said in ``notes``)."""
+    if not path.is_file():
         return {}
+    try:
+        value = parse(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, yaml.YAMLError) as exc:  # a cut-short JSON or YAML file, or bytes that are not UTF-8
+        notes.append(f"note: {path.name} is damaged ({type(exc).__name__}); read as empty")
+        return {}
+    if not isinstance(value, dict) and value is not None:
+        notes.append(f"note: {path.name} holds a {kind_of(value)}, not a mapping; read as empty")
+    return _mapping(value)
+
+
+def _run_alive(run_dir: Path) -> bool | None:
+    """Whether the process named in the run's lock file (its pid) is alive: False without a lock file (a run
+    removes it when it ends) or when that pid is gone, None when the file holds no pid. Reads only the pid, so
+    it answers for any lock that keeps its holder's pid in ``RUN/.lock``."""
+    try:
+        text = (run_dir / rundir.LOCK).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return None
+    pid = text.strip()
+    if not pid.isdigit() or int(pid) <= 0:  # empty while a new holder writes it, or not a lock that names its pid
+        return None
+    try:
+        os.kill(int(pid), 0)  # signal 0: only asks whether the process exists
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # alive, another user's
+    except OverflowError:
+        return False
+    return True
 
 
 def _pass_marks(summary: dict, recipe: dict) -> tuple[dict[str, float], float]:
     """Each reward's pass mark as the run's eval recorded it, and the recipe's default."""
-    default = ((recipe.get("eval") or {}).get("pass_threshold")) or 1.0
-    scored = (summary.get("eval_before") or summary.get("eval_after") or {}).get("rewards") or {}
-    return {name: r["pass_threshold"] for name, r in scored.items() if r.get("pass_threshold") is not None}, default
+    default = _mapping(recipe.get("eval")).get("pass_threshold")
+    scored = _mapping(_mapping(summary.get("eval_before") or summary.get("eval_after")).get("rewards"))
+    marks = {name: _mapping(r).get("pass_threshold") for name, r in scored.items()}
+    return {name: mark for name, mark in marks.items() if _number(mark)}, default if _number(default) else 1.0
+
+
+def _findings(entries, notes: list[str], where: str) -> list[health.Finding]:
+    """Findings recorded in a run file; an entry that is not one is left out, and said so once."""
+    found = []
+    for entry in entries if isinstance(entries, list) else []:
+        try:
+            found.append(health.Finding(**entry))
+        except TypeError:
+            continue
+    if isinstance(entries, list) and len(found) < len(entries):
+        notes.append(f"note: {where} holds {len(entries) - len(found)} damaged findings; left out")
+    return found
 
 
 def diagnose(run_dir: str | Path) -> tuple[list[str], bool]:
     """(lines to print, healthy) for a run directory."""
     run_dir = Path(run_dir)
-    summary, metrics = _read_json(run_dir / "summary.json"), run_dir / "metrics.jsonl"
-    if not summary and not metrics.is_file():
+    notes: list[str] = []
+    summary_file, metrics = run_dir / "summary.json", run_dir / "metrics.jsonl"
+    if not summary_file.is_file() and not metrics.is_file():
         raise RecipeError(
             f"doctor: {run_dir} holds no summary.json or metrics.jsonl; give a run directory (a recipe's output_dir)"
         )
-    recipe_file = run_dir / "recipe.yaml"
-    recipe = (yaml.safe_load(recipe_file.read_text(encoding="utf-8")) if recipe_file.is_file() else None) or {}
-    records = rundir.read_metrics(metrics)
+    summary = _read_mapping(summary_file, json.loads, notes)
+    recipe = _read_mapping(run_dir / "recipe.yaml", yaml.safe_load, notes)
+    try:
+        records = rundir.read_metrics(metrics)
+    except (OSError, ValueError):  # not UTF-8 text
+        notes.append(f"note: {metrics.name} is damaged (not text); no step read")
+        records = []
     marks, default = _pass_marks(summary, recipe)
-    dog = health.Watchdog(recipe.get("health") or {}, marks, default)
+    dog = health.Watchdog(_mapping(recipe.get("health")), marks, default)
     for record in records:
         dog.update(record)
-    status = summary.get("status", "unknown")
-    trl = (summary.get("versions") or {}).get("trl", "?")
-    shown = "running, or killed (the summary was not closed)" if status == "running" else status
-    lines = [f"run {run_dir}: {shown}; {len(records)} steps logged; trl {trl}"]
+    status = str(summary.get("status", "unknown"))
+    alive = _run_alive(run_dir) if status == "running" else None
+    if status == "running" and alive is False:
+        status = "killed"
+    trl = _mapping(summary.get("versions")).get("trl", "?")
+    shown = {
+        "running": "running" if alive else "running, or killed (the summary was not closed)",
+        "killed": "killed (summary.json says running, and no live process holds the run's lock)",
+    }.get(status, status)
+    lines = [f"run {run_dir}: {shown}; {len(records)} steps logged; trl {trl}", *notes]
     if summary.get("error"):
         lines.append(f"error: {summary['error']}")
-    preflight = (summary.get("health") or {}).get("preflight")
-    found = [health.Finding(**f) for f in (preflight or {}).get("findings", [])] + dog.findings
+    preflight = _mapping(_mapping(summary.get("health")).get("preflight"))
+    found = _findings(preflight.get("findings", []), lines, "summary.json") + dog.findings
     lines += [f.line() for f in found]
-    recorded = [f["rule"] for r in records for f in r.get("health") or []]
+    recorded = [f.get("rule") for r in records if isinstance(r.get("health"), list) for f in r["health"] if isinstance(f, dict)]
     replayed = [f.rule for f in dog.findings]
     if recorded and recorded != replayed:
-        lines.append(f"note: the run recorded {', '.join(recorded)} while it trained (other thresholds, or another grpo_ext)")
+        lines.append(
+            f"note: the run recorded {', '.join(map(str, recorded))} while it trained (other thresholds, or another grpo_ext)"
+        )
+    if status == "killed":
+        recipe_path = summary.get("recipe") or "RECIPE"
+        lines.append(f"killed: the run stopped before it finished; continue it: grpo-ext train {recipe_path} --resume")
     healthy = not any(f.severity == "warning" for f in found) and status not in UNHEALTHY_STATUS
     if not found:
         lines.append("health: no rule fired" + ("" if records else " (no step was logged)"))

@@ -13,7 +13,7 @@ import importlib.util
 from functools import cache
 from pathlib import Path
 
-from grpo_ext.base import coerce, describe_kinds, kind_of, suggest
+from grpo_ext.base import coerce, describe_kinds, kind_of, shown, suggest
 
 LORA_DEFAULTS: dict[str, object] = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": "all-linear"}
 
@@ -98,7 +98,7 @@ def check(model_cfg: dict, training: dict) -> list[str]:
             elif key in LORA_KINDS:
                 value, ok = coerce(value, LORA_KINDS[key])
                 if not ok:
-                    problems.append(f"{where}: expected {describe_kinds(LORA_KINDS[key])}, got {kind_of(value)} {value!r:.60}")
+                    problems.append(f"{where}: expected {describe_kinds(LORA_KINDS[key])}, got {kind_of(value)} {shown(value)}")
                 elif key == "r" and value < 1:
                     problems.append(f"{where}: the adapter rank must be at least 1, got {value}")
                 elif key == "lora_dropout" and not 0 <= value < 1:

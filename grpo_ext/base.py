@@ -1,13 +1,17 @@
 """Plain helpers every layer shares: value kinds and coercion, "did you mean" hints, paths relative to a recipe,
-YAML that refuses a key given twice, and files written whole or not at all.
+YAML read within bounds (depth, aliases, integer size) that refuses a key given twice, values shown in a message
+through one bounded preview, and files written whole or not at all.
 
 Standard library and PyYAML only; nothing else from the package is imported here.
 """
 
+import builtins
 import difflib
+import itertools
 import math
 import os
-import tempfile
+import reprlib
+import secrets
 from pathlib import Path
 
 import yaml
@@ -58,17 +62,57 @@ def describe_kinds(kinds) -> str:
 
 
 def clip(text: str, limit: int = 60) -> str:
-    """Text cut to ``limit`` characters for an error line.
+    r"""Text cut to ``limit`` characters for an error line, a character that does not print (a control or a
+    zero-width character) written as its escape, so that the line shows what the text holds.
 
-    >>> clip("x" * 100, 10)
-    'xxxxxxxxx…'
+    >>> clip("x" * 100, 10), clip("lear\u200bning\trate")
+    ('xxxxxxxxx…', 'lear\\u200bning\\trate')
     """
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    # escaping only lengthens, so the characters past ``limit`` are never shown and never escaped
+    escaped = "".join(c if c.isprintable() else builtins.repr(c)[1:-1] for c in text[:limit])
+    return escaped if len(text) <= limit and len(escaped) <= limit else escaped[: limit - 1] + "…"
+
+
+class _Preview(reprlib.Repr):
+    """reprlib's repr, which stops at a depth and a number of items, so that a huge or self-containing value
+    costs only what is shown; strings and integers cut at the front (``clip`` marks the cut), mappings in
+    their own order (reprlib sorts the whole mapping first)."""
+
+    def repr_str(self, x, level):
+        return builtins.repr(x[: self.maxstring])
+
+    def repr_int(self, x, level):
+        if x.bit_length() > 4 * self.maxlong:  # more digits than are shown; str() refuses past 4300 digits anyway
+            return f"<an integer of about {math.floor(x.bit_length() * math.log10(2)) + 1} digits>"
+        return builtins.repr(x)
+
+    def repr_dict(self, x, level):
+        if x and level <= 0:
+            return "{...}"
+        items = [f"{self.repr1(k, level - 1)}: {self.repr1(v, level - 1)}" for k, v in itertools.islice(x.items(), self.maxdict)]
+        return "{" + ", ".join(items + ["..."] * (len(x) > self.maxdict)) + "}"
 
 
 def shown(value, limit: int = 60) -> str:
-    """A value as an error line shows it: its repr, cut to ``limit`` characters."""
-    return clip(repr(value), limit)
+    """A value as an error line shows it: its repr, cut to ``limit`` characters; only what is shown is built.
+
+    >>> shown("x" * 100, 10), shown(10**5000), shown({"a": [[[[1]]]], "b": 2})
+    ("'xxxxxxxx…", '<an integer of about 5001 digits>', "{'a': [[[...]]], 'b': 2}")
+    """
+    preview = _Preview()
+    preview.maxlevel = 3
+    preview.maxstring = preview.maxlong = preview.maxother = limit
+    return clip(preview.repr(value), limit)
+
+
+def listing(names: list, most: int = 10, width: int = 30) -> str:
+    """Names (a file's columns) as a message lists them: the first ``most``, each cut to ``width`` by ``clip``.
+
+    >>> listing(["prompt", "answer"]), listing([]), listing([f"c{i}" for i in range(12)], most=3)
+    ('prompt, answer', 'none', 'c0, c1, c2 and 9 more')
+    """
+    more = f" and {len(names) - most} more" if len(names) > most else ""
+    return (", ".join(clip(str(name), width) for name in names[:most]) or "none") + more
 
 
 def closest(name: str, options) -> str | None:
@@ -107,6 +151,88 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}{'' if n == 1 else 's'}"
 
 
+# Bounds on YAML a user gives (a recipe, an override), checked while it is read so that nothing past them is built.
+# A recipe is a few levels deep; the composer recurses about three frames a level, so 100 stays far inside
+# Python's recursion limit of 1000 wherever it is called from.
+MAX_YAML_DEPTH = 100
+# Values a document stands for with every alias written out: a 1 MB recipe without aliases holds at most 500,000
+# (`[1,1,...]`), while a 2 KB "billion laughs" of nine aliases a level stands for 9**10.
+MAX_YAML_VALUES = 1_000_000
+# Digits of an integer: past 308 no float holds it, and Python's int() refuses past 4300.
+MAX_INT_DIGITS = 308
+
+
+class YAMLRefused(yaml.MarkedYAMLError):
+    """Well-formed YAML beyond a bound of ``load_yaml``; ``problem`` says which, ``problem_mark`` where."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that counts, while it composes, how deep each node is and how many values it stands
+    for with its aliases written out, and refuses an alias used inside the node it names."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self.depth = 0
+        self.values: dict[int, int] = {}  # id(node) -> values it stands for, set once the node is complete
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if self.depth >= MAX_YAML_DEPTH:
+            problem = f"nested more than {MAX_YAML_DEPTH} levels deep; a recipe needs a few"
+            raise YAMLRefused(None, None, problem, event.start_mark)
+        self.depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+        if isinstance(event, yaml.AliasEvent):
+            if id(node) not in self.values:
+                problem = f"alias *{event.anchor} is used inside the node it names; an alias repeats a node given before it"
+                raise YAMLRefused(None, None, problem, event.start_mark)
+            return node
+        children = node.value if isinstance(node, yaml.SequenceNode) else []
+        if isinstance(node, yaml.MappingNode):
+            children = [child for pair in node.value for child in pair]
+        count = 1 + sum(self.values[id(child)] for child in children)
+        if count > MAX_YAML_VALUES:
+            problem = f"its aliases expand to more than {MAX_YAML_VALUES:,} values; a recipe holds far fewer: use fewer aliases"
+            raise YAMLRefused(None, None, problem, event.start_mark)
+        self.values[id(node)] = count
+        return node
+
+    def construct_yaml_int(self, node):
+        body = node.value.replace("_", "").lstrip("+-")
+        digits = len(body[2:] if body[:2] in ("0x", "0b") else body)
+        if digits > MAX_INT_DIGITS:
+            problem = f"an integer of {digits} digits; a recipe's numbers have at most {MAX_INT_DIGITS}"
+            raise YAMLRefused(None, None, problem, node.start_mark)
+        return super().construct_yaml_int(node)
+
+
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_yaml_int)
+
+
+def load_yaml(text: str):
+    """``yaml.safe_load`` within the bounds above: ``YAMLRefused`` past one, ``yaml.YAMLError`` for bad syntax.
+
+    >>> load_yaml("seed: 7"), load_yaml("a: &x [1, 2]\\nb: *x")
+    ({'seed': 7}, {'a': [1, 2], 'b': [1, 2]})
+    >>> for text in ("[" * 101 + "]" * 101, "a: &a [*a]", "seed: " + "9" * 400):
+    ...     try:
+    ...         load_yaml(text)
+    ...     except YAMLRefused as exc:
+    ...         print(f"column {exc.problem_mark.column + 1}: {exc.problem}")
+    column 101: nested more than 100 levels deep; a recipe needs a few
+    column 8: alias *a is used inside the node it names; an alias repeats a node given before it
+    column 7: an integer of 400 digits; a recipe's numbers have at most 308
+    """
+    loader = _BoundedLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
 def duplicate_keys(text: str) -> list[str]:
     r"""One line per key that a mapping of this YAML text gives twice (YAML itself keeps the last silently).
 
@@ -126,7 +252,7 @@ def duplicate_keys(text: str) -> list[str]:
                 if key.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults` may be overridden on purpose
                     continue
                 name = key.value if isinstance(key, yaml.ScalarNode) else str(key.start_mark.line + 1)
-                where = f"{path}.{name}" if path else name
+                where = f"{path}.{clip(name)}" if path else clip(name)
                 if name in seen:
                     first = seen[name]
                     problems.append(f"{where}: given twice (lines {first} and {key.start_mark.line + 1}); keep one")
@@ -137,7 +263,7 @@ def duplicate_keys(text: str) -> list[str]:
             for i, item in enumerate(node.value):
                 walk(item, f"{path}[{i}]")
 
-    walk(yaml.compose(text, Loader=yaml.SafeLoader), "")
+    walk(yaml.compose(text, Loader=_BoundedLoader), "")
     return problems
 
 
@@ -150,8 +276,10 @@ def exists(path: Path, kind: str = "any") -> bool:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` through a temporary file and a rename: a kill leaves the old file or the new one."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    """Write ``text`` to ``path`` through a temporary file and a rename: a kill leaves the old file or the new one.
+    The file's mode is what ``open`` gives a new file (0644 under umask 022), not mkstemp's private 0600."""
+    tmp = path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies; O_EXCL: never another's file
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)

@@ -325,7 +325,7 @@ def check_training(training: dict, installed: Version | None = None) -> list[str
         if spec:
             coerced, ok = coerce(value, spec["kinds"])
             if not ok:
-                problems.append(f"{where}: expected {describe_kinds(spec['kinds'])}, got {kind_of(value)} {value!r:.60}")
+                problems.append(f"{where}: expected {describe_kinds(spec['kinds'])}, got {kind_of(value)} {shown(value)}")
                 continue
             training[key] = coerced
         valid[key] = training[key]

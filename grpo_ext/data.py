@@ -17,6 +17,7 @@ from pathlib import Path
 from grpo_ext import datafiles, generators
 from grpo_ext.base import first_line, plural, resolve_path
 from grpo_ext.errors import RecipeError, RunError
+from grpo_ext.recipe import held_out_size
 from grpo_ext.rewards.guard import missing_columns
 
 
@@ -176,8 +177,7 @@ def _first(ds, size: int | None) -> list[dict]:
 def _hold_out(train, d: dict, seed: int):
     """(training rows, held-out rows, a note): rows held out by seed, never trained on."""
     n = len(train)
-    size = d["eval_size"] if d["eval_size"] is not None else round(d["eval_fraction"] * n)
-    key = "eval_size" if d["eval_size"] is not None else "eval_fraction"
+    size, key = held_out_size(d, n)
     if not 1 <= size < n:
         raise RecipeError(f"data.{key}: holds out {size} of {plural(n, 'training row')}; leave at least one row on each side")
     parts = train.train_test_split(test_size=size, seed=seed, shuffle=True)
@@ -209,16 +209,51 @@ def prompt_tokens(prompts, tokenizer) -> list[int]:
 
 
 def _lengths(train, tokenizer) -> list[int]:
+    """Token counts of the training prompts; a prompt past MAX_PROMPT_CHARS (a hub row: a file's rows were checked
+    when read) is refused before the tokenizer sees it."""
     out = []
     for batch in train.iter(batch_size=512):
+        for i, prompt in enumerate(batch["prompt"]):
+            too_long = datafiles.oversized(prompt)
+            if too_long:
+                raise RecipeError(f"data: training prompt {len(out) + i + 1}: {too_long}")
         out += prompt_tokens(batch["prompt"], tokenizer)
     return out
 
 
-def fit_prompts(train, eval_rows: list[dict], limit: int | None, tokenizer) -> tuple[object, list[dict], int, list[str]]:
+def context_of(config) -> int | None:
+    """The most tokens (prompt and completion together) a model takes, from its config; None where it does not say."""
+    for key in ("max_position_embeddings", "n_positions"):  # the second: GPT-2's name
+        if isinstance(getattr(config, key, None), int):
+            return getattr(config, key)
+    return None
+
+
+def _check_context(lengths: list[int], context: int | None, completion: int) -> None:
+    """RecipeError, with the numbers, when a kept training prompt and ``completion`` tokens exceed the model's context:
+    generation past it fails or stalls at the first step."""
+    if context is None or not lengths or max(lengths) + completion <= context:
+        return
+    if completion >= context:
+        raise RecipeError(
+            f"training.max_completion_length: {completion} tokens leave no room for a prompt in the model's context of "
+            f"{context} tokens (max_position_embeddings); lower it"
+        )
+    room, over = context - completion, sum(n > context - completion for n in lengths)
+    raise RecipeError(
+        f"data: {over} of {plural(len(lengths), 'training prompt')} are longer than the {room} tokens that "
+        f"max_completion_length {completion} leaves of the model's context of {context} (longest {max(lengths)}); "
+        f"set training.max_prompt_length: {room} to drop them, or lower training.max_completion_length"
+    )
+
+
+def fit_prompts(
+    train, eval_rows: list[dict], limit: int | None, tokenizer, context: int | None = None, completion: int = 0
+) -> tuple[object, list[dict], int, list[str]]:
     """Apply ``max_prompt_length`` the same way on every TRL: drop the rows whose formatted prompt is longer
-    than ``limit`` tokens (a prompt is never cut). Returns (train, eval rows, the longest kept prompt, notes with
-    the prompt-length statistics and what was dropped)."""
+    than ``limit`` tokens (a prompt is never cut), then refuse a kept prompt that, with ``completion`` tokens,
+    exceeds the model's ``context``. Returns (train, eval rows, the longest kept prompt, notes with the
+    prompt-length statistics and what was dropped)."""
     lengths = _lengths(train, tokenizer)
     notes = []
     if lengths:
@@ -247,6 +282,7 @@ def fit_prompts(train, eval_rows: list[dict], limit: int | None, tokenizer) -> t
             if not kept:
                 raise RecipeError(f"training.max_prompt_length: every eval prompt is longer than {limit} tokens; raise it")
             eval_rows = kept
+    _check_context(lengths, context, completion)
     return train, eval_rows, max(lengths, default=0), notes
 
 

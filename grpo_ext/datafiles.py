@@ -18,7 +18,7 @@ import string
 from collections.abc import Iterator
 from pathlib import Path
 
-from grpo_ext.base import clip, kind_of
+from grpo_ext.base import kind_of, listing
 from grpo_ext.errors import RecipeError
 
 SUFFIXES = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}  # suffix → datasets' builder
@@ -26,6 +26,9 @@ SAVED = "saved"  # a folder written by Dataset.save_to_disk or DatasetDict.save_
 FORMATS = ".jsonl, .json, .csv, .parquet, or a folder written by datasets' save_to_disk"
 MESSAGES = "messages"  # the column of a file of whole conversations
 ROLES = ("system", "user", "assistant", "tool")
+# Characters of one prompt: about 250,000 tokens at ~4 characters a token, past the context of any model GRPO trains;
+# the tokenizer aborts on a prompt of tens of megabytes.
+MAX_PROMPT_CHARS = 1_000_000
 
 
 def kind(path: Path) -> str | None:
@@ -227,7 +230,7 @@ def prompt_rule(cols: list[str], data_cfg: dict, key: str) -> tuple[str, object]
     """How a row's prompt is made from these columns: ("template", fields), ("column", name) or, for rows of
     whole conversations without a ``prompt`` column, ("messages", MESSAGES); RecipeError naming the columns
     present when none applies."""
-    present = ", ".join(cols) or "none"
+    present = listing(cols)
     if data_cfg.get("prompt_template"):
         missing = [f for f in template_fields(data_cfg["prompt_template"]) if f not in cols]
         if missing:
@@ -263,13 +266,27 @@ def prompt_of(row: dict, rule: tuple[str, object], template: str | None):
         return value
     if is_messages(value):
         return value
-    got = "an empty string" if isinstance(value, str) else f"{kind_of(value)} {clip(repr(value), 40)}"
+    got = "an empty string" if isinstance(value, str) else kind_of(value)  # its kind, never the file's contents
     raise ValueError(f"prompt column {what!r} holds {got}; a prompt is text or a list of chat messages ({{role, content}})")
+
+
+def oversized(prompt) -> str | None:
+    """What is wrong with a prompt (text or messages) longer than MAX_PROMPT_CHARS characters, else None.
+
+    >>> oversized("x" * 2_000_000), oversized([{"role": "user", "content": "2+3?"}])
+    ('the prompt is 2,000,000 characters; a prompt is at most 1,000,000: shorten it or leave the row out', None)
+    """
+    texts = [prompt] if isinstance(prompt, str) else [m.get("content") for m in prompt]
+    size = sum(len(text) for text in texts if isinstance(text, str))
+    if size <= MAX_PROMPT_CHARS:
+        return None
+    return f"the prompt is {size:,} characters; a prompt is at most {MAX_PROMPT_CHARS:,}: shorten it or leave the row out"
 
 
 def scan(path: Path, key: str, rule: tuple[str, object], template: str | None) -> tuple[int, list[str]]:
     """Read every row once and stop at the first bad one (BadData naming its line or row): a prompt that is not
-    text or messages, prompts of both forms, or a row whose columns differ from the first row's.
+    text or messages or is longer than MAX_PROMPT_CHARS, prompts of both forms, or a row whose columns differ
+    from the first row's.
     Returns (rows, columns)."""
     first: dict | None = None
     form = None
@@ -280,14 +297,17 @@ def scan(path: Path, key: str, rule: tuple[str, object], template: str | None) -
             first = row
         elif row.keys() != first.keys():
             missing, extra = sorted(first.keys() - row.keys()), sorted(row.keys() - first.keys())
-            parts = [f"no column {', '.join(map(repr, missing))}"] if missing else []
-            parts += [f"extra column {', '.join(map(repr, extra))}"] if extra else []
-            said = "; ".join(parts)
-            raise BadData(key, path, where, f"{said} (the first row has: {', '.join(first)}); give every row the same columns")
+            parts = [f"no column {listing(list(map(repr, missing)))}"] if missing else []
+            parts += [f"extra column {listing(list(map(repr, extra)))}"] if extra else []
+            said = f"{'; '.join(parts)} (the first row has: {listing(list(first))})"
+            raise BadData(key, path, where, f"{said}; give every row the same columns")
         try:
             prompt = prompt_of(row, rule, template)
         except ValueError as exc:
             raise BadData(key, path, where, str(exc)) from None
+        too_long = oversized(prompt)
+        if too_long:
+            raise BadData(key, path, where, too_long)
         this = "text" if isinstance(prompt, str) else "chat messages"
         if form is None:
             form = this

@@ -6,7 +6,7 @@ missing service a recipe error (one line naming the fix) instead of a traceback 
 
 import importlib.util
 
-from grpo_ext.base import suggest
+from grpo_ext.base import shown, suggest
 
 # report_to name → (modules that provide it, package to install). Names are transformers' integrations.
 SERVICES: dict[str, tuple[tuple[str, ...], str]] = {
@@ -41,7 +41,7 @@ def check_report_to(training: dict) -> list[str]:
         return []  # compat.check_training reports the wrong kind
     names = [value] if isinstance(value, str) else value
     if not all(isinstance(n, str) for n in names):
-        return [f"training.report_to: expected service names (e.g. [tensorboard]), got {value!r:.60}"]
+        return [f"training.report_to: expected service names (e.g. [tensorboard]), got {shown(value)}"]
     problems = []
     for name in names:
         if name in SPECIAL:

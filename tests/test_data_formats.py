@@ -5,6 +5,7 @@ Driven through ``grpo_ext.cli.main`` with recipes written to tmp_path, as a user
 """
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grpo_ext import cli, data, recipe, trainer
+from grpo_ext import cli, data, datafiles, recipe, trainer
 from tests.conftest import ROOT, tiny_doc
 
 QUESTIONS = [(f"Reply with the digit {d}.", str(d)) for d in range(10)]
@@ -20,6 +21,13 @@ QUESTIONS = [(f"Reply with the digit {d}.", str(d)) for d in range(10)]
 
 def user(q: str) -> list[dict]:
     return [{"role": "user", "content": q}]
+
+
+def test_docstring_examples():
+    import doctest
+
+    result = doctest.testmod(datafiles)
+    assert result.attempted > 0 and result.failed == 0
 
 
 # --- each format, written from the same ten rows ---------------------------------------------------------
@@ -229,7 +237,12 @@ def _parquet_with_null(path: Path) -> None:
 BAD = [
     ("d.jsonl", b'{"prompt": "a"}\n{"prompt": "b"}\n{"prompt": "c"\n', "d.jsonl, line 3: malformed JSON"),  # cut short
     ("d.jsonl", b"", "d.jsonl: the file has no rows"),  # empty
-    ("d.jsonl", b'{"prompt": "a"}\n{"prompt": 5}\n', "line 2: prompt column 'prompt' holds int 5"),  # not text or messages
+    ("d.jsonl", b'{"prompt": "a"}\n{"prompt": 5}\n', "line 2: prompt column 'prompt' holds int;"),  # its kind, not its value
+    (
+        "d.jsonl",
+        b'{"prompt": "a"}\n{"prompt": "' + b"x" * 1_000_001 + b'"}\n',
+        "line 2: the prompt is 1,000,001 characters; a prompt is at most 1,000,000",
+    ),  # one character past the bound on a prompt, refused before the tokenizer sees it
     ("d.jsonl", b'{"prompt": "a"}\n{"prompt": "caf\xe9"}\n', "line 2: byte 0xe9 at column 16 is not UTF-8"),  # Latin-1
     ("d.jsonl", b'{"prompt": "a", "answer": "1"}\n\n{"prompt": "b"}\n', "line 3: no column 'answer'"),  # a column missing
     ("d.jsonl", b'{"prompt": "a"}\n{"prompt": [{"role": "user", "content": "b"}]}\n', "line 2: the prompt is chat messages"),
@@ -271,6 +284,59 @@ def test_max_prompt_length_drops_long_prompts_and_never_cuts(tiny_model):
     assert longest == limit and "dropped 1 of 4 training prompts" in notes[1] and notes[0].startswith("prompt tokens: min")
     with pytest.raises(recipe.RecipeError, match="every training prompt is longer than 1 tokens"):
         data.fit_prompts(Dataset.from_list([{"prompt": p} for p in prompts[1:]]), [], 1, tok)
+
+
+CONTEXT = [
+    # (max_prompt_length, max_completion_length, model context, the error, or None when every prompt fits)
+    (None, 8, 256, None),  # 60 tokens and 8 fit in 256
+    (None, 8, 40, "2 of 3 training prompts are longer than the 32 tokens that max_completion_length 8 leaves of the model's"),
+    (32, 8, 40, None),  # max_prompt_length drops the two that would not fit
+    (None, 40, 40, "training.max_completion_length: 40 tokens leave no room for a prompt in the model's context of 40"),
+    (None, 8, None, None),  # a model whose config gives no context is not checked
+]
+
+
+@pytest.mark.parametrize("limit,completion,context,error", CONTEXT)
+def test_prompt_and_completion_must_fit_the_model_context(limit, completion, context, error, tiny_model):
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    prompts = ["a", "a " * 30, "b " * 30]  # 1, 60 and 60 tokens with the tiny tokenizer
+    assert data.prompt_tokens(prompts, tok) == [1, 60, 60]
+    rows = Dataset.from_list([{"prompt": p} for p in prompts])
+    if error is None:
+        data.fit_prompts(rows, [], limit, tok, context, completion)
+    else:
+        with pytest.raises(recipe.RecipeError, match=re.escape(error)):
+            data.fit_prompts(rows, [], limit, tok, context, completion)
+
+
+@pytest.mark.parametrize(
+    "config,context",
+    [
+        ({"max_position_embeddings": 256}, 256),  # Llama, Qwen, SmolLM and most others
+        ({"n_positions": 1024}, 1024),  # GPT-2's name for it
+        ({}, None),  # a config that does not say
+    ],
+)
+def test_context_of_a_model_config(config, context):
+    import types
+
+    assert data.context_of(types.SimpleNamespace(**config)) == context
+
+
+def test_a_prompt_past_the_model_context_stops_training_before_step_1(digit_doc, tiny_model, tmp_path, capsys):
+    """The tiny model takes 256 positions: prompts of about 240 tokens and 100 completion tokens do not fit."""
+    jsonl(tmp_path / "long.jsonl", [{"prompt": "Reply with one digit. " * 40}] * 4)
+    doc = tiny_doc(digit_doc, tiny_model, tmp_path / "run")
+    doc["data"] = {"file": "long.jsonl", "eval_prompts": doc["data"]["eval_prompts"]}
+    doc["training"]["max_completion_length"] = 100
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(doc))
+    assert cli.main(["train", str(tmp_path / "r.yaml")]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1 and "max_completion_length 100 leaves of the model's context of 256" in errors[0], errors
+    assert not (tmp_path / "run" / "summary.json").exists()  # stopped before training began
 
 
 @pytest.mark.parametrize("has_field", [True, False])  # TRL before 0.28 truncates prompts; newer TRL has no such key

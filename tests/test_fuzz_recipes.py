@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpo_ext import batch_rules, cli, compat, recipe, rewards
+from grpo_ext import base, batch_rules, cli, compat, recipe, rewards
 from tests.conftest import beside_torch_import
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -240,6 +240,36 @@ def hand_edited(draw):
     return changed(("training", key), 1), "unknown GRPOConfig key"
 
 
+@st.composite
+def past_a_bound(draw):
+    """What no recipe needs and the loader must not build: YAML nested past its depth, aliases standing for more
+    values than it keeps, integers longer than a recipe's numbers, seeds outside numpy's range."""
+    kind = draw(st.sampled_from(["depth", "aliases", "integer", "seed"]))
+    lines = SHIPPED_TEXT.splitlines()
+    if kind == "seed":
+        seed = draw(st.one_of(st.integers(max_value=-1), st.integers(min_value=2**32, max_value=10**300)))
+        return changed(("seed",), seed), "seed: must be at"
+    if kind == "integer":
+        numbered = [i for i, line in enumerate(lines) if re.match(r"^\s*[a-z_]+: +\d+(\s|$)", line)]  # integers, not 3.0e-5
+        i, digits = draw(st.sampled_from(numbered)), draw(st.integers(base.MAX_INT_DIGITS + 1, 20_000))
+        lines[i] = re.sub(r"(: +)\d+", lambda m: m.group(1) + "7" * digits, lines[i], count=1)
+        return "\n".join(lines).encode(), f"an integer of {digits} digits"
+    if kind == "depth":
+        depth = draw(st.integers(base.MAX_YAML_DEPTH + 1, 2000))
+        value = draw(st.sampled_from(["[" * depth + "]" * depth, "{a: " * depth + "1" + "}" * depth]))
+        fragment = f"nested more than {base.MAX_YAML_DEPTH} levels deep"
+    else:  # each level a list of `fan` aliases of the one before, enough levels to pass the bound
+        fan = draw(st.integers(2, 12))
+        levels = draw(st.integers(1, 3)) + next(n for n in range(1, 64) if fan**n > base.MAX_YAML_VALUES)
+        anchors = [f"&l0 [{', '.join(['lol'] * fan)}]"]
+        anchors += [f"&l{n} [{', '.join([f'*l{n - 1}'] * fan)}]" for n in range(1, levels)]
+        value, fragment = f"[{', '.join(anchors)}]", "its aliases expand to more than"
+    keyed = [i for i, line in enumerate(lines) if re.match(r"^\s*[a-z_]+: +\S", line) and not line.strip().startswith("#")]
+    i = draw(st.sampled_from(keyed))
+    lines[i] = re.sub(r"(: +)\S.*$", lambda m: m.group(1) + value, lines[i], count=1)
+    return "\n".join(lines).encode(), fragment
+
+
 def as_case(doc_or_bytes, fragment, overrides=()):
     return doc_or_bytes, fragment, list(overrides)
 
@@ -253,6 +283,7 @@ BAD_RECIPES = st.one_of(
     bad_override().map(lambda c: as_case(*c)),
     not_a_recipe().map(lambda c: as_case(*c)),
     hand_edited().map(lambda c: as_case(*c)),
+    past_a_bound().map(lambda c: as_case(*c)),
 )
 
 

@@ -36,6 +36,9 @@ CASES = [
     ("\\boxed{72}", "", None),  # no reference: not judged
     ("\\boxed{72}", None, None),  # missing reference
     ("\\boxed{72}", "no answer here", None),  # unparseable reference
+    ("so " + "9" * 5000, "72", 0.0),  # a number past Python's int() limit of 4300 digits is no answer (it raised)
+    ("so 1/" + "9" * 5000, "72", 0.0),  # ... nor is a fraction with such a denominator
+    ("so 72", "9" * 5000, None),  # a reference past that limit cannot be judged (it raised)
 ]
 
 
@@ -142,6 +145,8 @@ CLOSENESS = [
     ("\\boxed{x+1}", "10", 0.0),  # not a number
     ("\\boxed{x^2+1}", "1+x^2", 1.0),  # symbolic and right, as in math_accuracy
     ("\\boxed{7}", "no answer here", None),  # a reference that cannot be judged
+    ("#### 1" + "0" * 400, "10", 0.0),  # a distance past a float's 1e308 is far: nothing (it raised OverflowError)
+    ("so " + "9" * 5000, "10", 0.0),  # past Python's int() limit: no answer (it raised ValueError)
 ]
 
 

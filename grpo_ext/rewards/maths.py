@@ -20,6 +20,8 @@ _INLINE_MATH = re.compile(r"\$\$?([^$]{1,1000})\$\$?|\\\((.{1,1000}?)\\\)")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?:\D|$))")
 _WRAPPERS = re.compile(r"^\s*(?:\$+|\\\(|\\\[)|(?:\$+|\\\)|\\\])\s*$")
 _UNIT = re.compile(r"\\text\s*\{[^{}]*\}|\\(?:mathrm|textbf|mathbf)\s*\{([^{}]*)\}")
+# Digits of a plain number: Python's int() refuses more by default (sys.get_int_max_str_digits); no answer is that long.
+_MAX_DIGITS = 4300
 
 
 def _brace_body(text: str, start: int, limit: int) -> str | None:
@@ -53,8 +55,8 @@ def final_answer(text: str, limit: int = 1000) -> tuple[str, str] | None:
     ('math', '\\\\frac{3}{4}')
     >>> final_answer("so there are \\\\frac{3}{4}.")
     ('math', '\\\\frac{3}{4}')
-    >>> final_answer("no idea") is None
-    True
+    >>> final_answer("no idea") is None, final_answer("the total is " + "9" * 5000) is None
+    (True, True)
     """
     boxed = list(_BOXED.finditer(text[-200_000:]))
     if boxed:
@@ -83,7 +85,7 @@ def final_answer(text: str, limit: int = 1000) -> tuple[str, str] | None:
     token = tail[start:end].rstrip(".,;:!?")
     if "\\" in token:  # LaTeX without delimiters, such as \frac{3}{4} or \sqrt{2}/2
         return "math", token
-    return "number", last.group()
+    return ("number", last.group()) if len(last.group()) <= limit else None
 
 
 def reference_answer(value) -> str | None:
@@ -106,9 +108,11 @@ def reference_answer(value) -> str | None:
 def plain_number(text: str) -> Fraction | None:
     """A plain number or fraction as an exact Fraction, else None (left to math-verify).
 
-    >>> [plain_number(t) for t in ["72", "$1,250.50", "-3/4", "\\\\frac{3}{4}", "50\\\\%", "x + 1"]]
-    [Fraction(72, 1), Fraction(2501, 2), Fraction(-3, 4), Fraction(3, 4), Fraction(50, 1), None]
+    >>> [plain_number(t) for t in ["72", "$1,250.50", "-3/4", "\\\\frac{3}{4}", "50\\\\%", "x + 1", "9" * 5000]]
+    [Fraction(72, 1), Fraction(2501, 2), Fraction(-3, 4), Fraction(3, 4), Fraction(50, 1), None, None]
     """
+    if sum(c.isdigit() for c in text) > _MAX_DIGITS:
+        return None
     text = _UNIT.sub(lambda m: m.group(1) or "", text)
     text = _WRAPPERS.sub("", text).strip().rstrip(".").strip()
     text = text.removeprefix("\\$").removeprefix("$").removesuffix("\\%").removesuffix("%").strip()
@@ -220,6 +224,8 @@ def math_accuracy(answer_column: str = "answer", time_limit: float = 0.5, max_an
     [1.0, 1.0, 1.0, 0.0]
     >>> reward(["\\\\boxed{\\\\frac{\\\\sqrt{2}}{2}}", "42"], answer=["\\\\frac{1}{\\\\sqrt{2}}", "not a number"])
     [1.0, None]
+    >>> reward(["so " + "9" * 5000, "\\\\boxed{" + "9" * 5000 + "}"], answer=["7", "7"])  # past Python's int() limit
+    [0.0, 0.0]
     """
     return MathAccuracy(answer_column, float(time_limit), int(max_answer_chars))
 
@@ -244,8 +250,8 @@ class MathCloseness(MathAccuracy):
             return exact  # right (1.0), or a reference that cannot be judged (None)
         if gold is None or pred is None:
             return 0.0
-        distance = float(abs(pred - gold) / max(abs(gold), 1)) / self.tolerance
-        return self.near * max(0.0, 1.0 - distance)
+        distance = abs(pred - gold) / max(abs(gold), 1) / Fraction(self.tolerance)  # exact: no float holds 1e400
+        return self.near * (1.0 - float(distance)) if distance < 1 else 0.0
 
 
 @register("math_closeness", factory=True)
@@ -269,6 +275,8 @@ def math_closeness(
     >>> reward = math_closeness()
     >>> reward(["#### 10", "so 9", "12 apples", "0", "no answer"], answer=["10", "10", "10", "10", "10"])
     [1.0, 0.45, 0.4, 0.0, 0.0]
+    >>> reward(["#### 1" + "0" * 400, "so " + "9" * 5000], answer=["10", "10"])  # past a float's 1e308; past int()
+    [0.0, 0.0]
     """
     return MathCloseness(
         answer_column, float(near), float(tolerance), time_limit=float(time_limit), max_answer_chars=int(max_answer_chars)

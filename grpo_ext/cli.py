@@ -20,14 +20,15 @@ Exit status, for every verb: 0 done; 2 bad input (one ``error:`` line per proble
 """
 
 import argparse
+import contextlib
 import inspect
 import os
 import shutil
 import sys
 from pathlib import Path
 
-from grpo_ext import algorithms, catalog, rewards, shapes
-from grpo_ext.base import first_line, suggest
+from grpo_ext import algorithms, catalog, compat, rewards, shapes
+from grpo_ext.base import exists, first_line, suggest
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import load, parse_override
 from grpo_ext.rewards import registry
@@ -123,6 +124,12 @@ def cmd_rewards_show(args) -> None:
         ]
     except (TypeError, ValueError):
         params = []
+    if registry.is_reference(args.name):  # a user's function: where it is, and what it takes
+        with contextlib.suppress(TypeError, OSError):
+            print(f"source: {Path(inspect.getsourcefile(obj)).resolve()}, line {inspect.getsourcelines(obj)[1]}")
+        is_factory = "completions" not in {p.name for p in params}  # a reward takes completions; a factory its args
+        if not is_factory:
+            print(f"columns: {', '.join(compat.reward_columns(obj)) or 'none'} (each row's values, as keyword arguments)")
     if is_factory:
         print("args: " + (", ".join(str(p) for p in params) or "none"))
     print(inspect.cleandoc(obj.__doc__ or "(no docstring)"))
@@ -135,6 +142,11 @@ def cmd_rewards_score(args) -> None:
     columns = {key: [value] for key, value in _key_values(args.column, "--column", "topic=cats").items()}
     if args.answer is not None:
         columns[reward_args.get("answer_column", "answer")] = [args.answer]
+    missing = [c for c in compat.reward_columns(fn) if c not in columns]
+    if missing:
+        answer = reward_args.get("answer_column", "answer")
+        given = " ".join("--answer VALUE" if c == answer else f"--column {c}=VALUE" for c in missing)
+        raise RecipeError(f"rewards score: {args.name} reads column {', '.join(map(repr, missing))} of each row; pass {given}")
     try:
         score = fn(prompts=[""], completions=[args.completion], **columns)[0]
     except Exception as exc:
@@ -300,7 +312,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p = parser()
     args, extra = p.parse_known_args(argv)
     if args.verb == "validate":  # files first, then overrides: a word with '=' that is not a file is an override
-        args.overrides = [f for f in args.files if "=" in f and not Path(f).exists()]
+        args.overrides = [f for f in args.files if "=" in f and not exists(Path(f))]
         args.files = [f for f in args.files if f not in args.overrides]
     if extra and (not hasattr(args, "overrides") or any(x.startswith("-") or "=" not in x for x in extra)):
         p.error(f"unrecognized arguments: {' '.join(extra)}")

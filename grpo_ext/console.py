@@ -1,6 +1,7 @@
 """What a person sees: grpo_ext's own lines on stderr, and third-party chatter turned down."""
 
 import contextlib
+import io
 import logging
 import os
 import sys
@@ -32,3 +33,13 @@ def quiet_third_parties(verbose: bool) -> None:
 
         transformers.utils.logging.set_verbosity_error()
         transformers.utils.logging.disable_progress_bar()
+
+
+def bars_hushed():
+    """A context in which bars that a library draws with tqdm directly, past its own switch (transformers' GGUF
+    conversion), say nothing, when quiet_third_parties has turned the bars down; errors still raise."""
+    import transformers
+
+    if transformers.utils.logging.is_progress_bar_enabled():
+        return contextlib.nullcontext()
+    return contextlib.redirect_stderr(io.StringIO())  # tqdm writes to sys.stderr as it is when the bar starts

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_ext import catalog, compat
+from grpo_ext import catalog, compat, console
 from grpo_ext.base import exists, resolve_path, shown, suggest
 from grpo_ext.errors import RunError
 
@@ -138,7 +138,8 @@ def _convert_gguf(gguf: Path, dest: Path) -> None:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, **compat.dtype_kwargs(torch.float32))
+    with console.bars_hushed():
+        loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, **compat.dtype_kwargs(torch.float32))
     config = loaded.config
     if hasattr(config, "quantization_config"):
         del config.quantization_config

@@ -136,14 +136,15 @@ def sample_and_score(
         max_new_tokens=compat.effective(training, "max_completion_length"),
         generation=tuple(generation.items()) if isinstance(generation, dict) else (),
     )
-    with scoring.precision(model, s):
-        completions, ids = scoring.sample(model, tokenizer, [r["prompt"] for r in rows], s)
-    prompts, flat, extra = scoring.reward_inputs(rows, completions, chat=chat, completion_ids=ids)
-    per_reward, seconds = {}, {}
-    for fn in reward_funcs:
-        started = time.monotonic()
-        per_reward[fn.__name__] = list(fn(prompts=prompts, completions=flat, **extra))
-        seconds[fn.__name__] = time.monotonic() - started
+    with scoring.random_state_kept():  # step 1 then samples what it would have without the pre-flight
+        with scoring.precision(model, s):
+            completions, ids = scoring.sample(model, tokenizer, [r["prompt"] for r in rows], s)
+        prompts, flat, extra = scoring.reward_inputs(rows, completions, chat=chat, completion_ids=ids)
+        per_reward, seconds = {}, {}
+        for fn in reward_funcs:
+            started = time.monotonic()
+            per_reward[fn.__name__] = list(fn(prompts=prompts, completions=flat, **extra))
+            seconds[fn.__name__] = time.monotonic() - started
     stats, findings = verdicts(per_reward, weights, group, seconds, limits)
     return stats, findings, round(time.monotonic() - t0, 1)
 

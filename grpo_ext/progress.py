@@ -32,10 +32,10 @@ class LineProgress:
     """One line per logged step: readable in CI logs and files, where a redrawn bar is not."""
 
     def __init__(self, log):
-        self.log, self.started = log, time.monotonic()
+        self.log = log
 
     def update(self, step: int, total: int, record: dict) -> None:
-        per_step = (time.monotonic() - self.started) / max(step, 1)
+        per_step = record["train_seconds"] / max(step, 1)  # every step so far, those before a resume too
         left = per_step * max(total - step, 0)
         self.log(f"step {step}/{total}  {step_stats(record)}  {per_step:.1f} s/step, {left:.0f} s left")
 
@@ -46,7 +46,7 @@ class LineProgress:
 class BarProgress:
     """A single rich progress bar on a terminal; log lines printed meanwhile scroll above it."""
 
-    def __init__(self, total: int, console=None):
+    def __init__(self, total: int, console=None, done: int = 0):
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -59,7 +59,7 @@ class BarProgress:
             TimeRemainingColumn(),
             console=console or Console(stderr=True),
         )
-        self.task = self.bar.add_task("train", total=total, stats="")
+        self.task = self.bar.add_task("train", total=total, completed=done, stats="")  # a resume starts part-way
         self.bar.start()
 
     def update(self, step: int, total: int, record: dict) -> None:
@@ -74,10 +74,14 @@ class MetricsLog:
 
     Appends each training log to ``metrics.jsonl`` (main process only) and shows progress: a bar
     when stderr is a terminal, else one line per step. ``live`` forces either. ``watch(record, control)``,
-    when given, sees each record first; what it returns is kept in the record under ``health``.
+    when given, sees each record first; what it returns is kept in the record under ``health``. Each record
+    holds ``train_seconds``: the training time up to its step, counting ``trained_before`` (the seconds a
+    resumed run had trained up to its checkpoint); ``train_seconds()`` is the same up to now.
     """
 
-    def __new__(cls, path: Path, is_main: bool, log=print, live: bool | None = None, console=None, watch=None):
+    def __new__(
+        cls, path: Path, is_main: bool, log=print, live: bool | None = None, console=None, watch=None, trained_before=0.0
+    ):
         from transformers import TrainerCallback
 
         class _Callback(TrainerCallback):
@@ -86,15 +90,22 @@ class MetricsLog:
                 self.live = sys.stderr.isatty() if live is None else live
                 self.rewards: list[tuple[int, float]] = []
                 self.progress = None
+                self.started: float | None = None
+
+            def train_seconds(self) -> float:
+                return trained_before + (time.monotonic() - self.started if self.started is not None else 0.0)
 
             def on_train_begin(self, args, state, control, **kwargs):
+                self.started = time.monotonic()
                 if self.is_main:
-                    self.progress = BarProgress(state.max_steps, console) if self.live else LineProgress(self.log)
+                    live = self.live
+                    self.progress = BarProgress(state.max_steps, console, state.global_step) if live else LineProgress(self.log)
 
             def on_log(self, args, state, control, logs=None, **kwargs):
                 if not logs or "reward" not in logs:
                     return
                 record = {"step": state.global_step, **{k: _num(v) for k, v in logs.items()}}
+                record["train_seconds"] = round(self.train_seconds(), 3)
                 found = watch(record, control) if watch is not None else None  # every process, so all stop alike
                 if found:
                     record["health"] = found

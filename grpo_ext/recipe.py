@@ -11,8 +11,33 @@ from pathlib import Path
 
 import yaml
 
-from grpo_ext import adapters, algorithms, batch_rules, catalog, compat, datafiles, generators, model_source, rewards, trackers
-from grpo_ext.base import clip, coerce, describe_kinds, duplicate_keys, exists, kind_of, resolve_path, shown, suggest
+from grpo_ext import (
+    adapters,
+    algorithms,
+    batch_rules,
+    catalog,
+    compat,
+    datafiles,
+    generators,
+    model_source,
+    output_dir,
+    rewards,
+    trackers,
+)
+from grpo_ext.base import (
+    YAMLRefused,
+    clip,
+    coerce,
+    describe_kinds,
+    duplicate_keys,
+    exists,
+    kind_of,
+    load_yaml,
+    plural,
+    resolve_path,
+    shown,
+    suggest,
+)
 from grpo_ext.errors import RecipeError
 from grpo_ext.rewards.guard import ON_ERROR, missing_columns
 
@@ -28,6 +53,7 @@ class Spec:
     choices: tuple | None = None
     required: bool = False
     minimum: float | None = None
+    maximum: float | None = None
     doc: str = ""
 
 
@@ -116,6 +142,10 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             ("float",), 0.9, minimum=0, doc="share of groups with zero reward spread that counts as no signal"
         ),
         "no_signal_steps": Spec(("int",), 6, minimum=1, doc="steps in a row without signal before the watchdog says so"),
+        # 3: a weak base model's first replies may all be ones a reward cannot parse; three steps in a row is the reward
+        "unscored_steps": Spec(
+            ("int",), 3, minimum=1, doc="steps in a row where every reward returned None for every sample (on_error: skip)"
+        ),
         "flat_steps": Spec(("int",), 8, minimum=2, doc="window (steps) for a flat reward and for KL growth"),
         "flat_reward": Spec(("float",), 0.05, minimum=0, doc="the reward's range over flat_steps below which it counts as flat"),
         "entropy_floor": Spec(("float",), 0.05, minimum=0, doc="mean token entropy (nats) below which exploration has collapsed"),
@@ -171,7 +201,7 @@ TOP_LEVEL: dict[str, Spec] = {
     "health": Spec(("dict",), {}),
     "explore": Spec(("dict",), {}),
     "output_dir": Spec(("str",), required=True),
-    "seed": Spec(("int",), 0),
+    "seed": Spec(("int",), 0, minimum=0, maximum=2**32 - 1),  # the seeds numpy (and so TRL's set_seed) takes
     "resume": Spec(("bool", "str"), False, (False, True, "auto")),
 }
 
@@ -184,8 +214,28 @@ class Recipe:
     path: Path | None
     base_dir: Path
     given: dict = field(default_factory=dict)  # the recipe as written, after overrides
-    reward_funcs: list = field(default_factory=list)  # rewards[i] built and guarded, in order, named uniquely
+    resolved: list = field(default_factory=list)  # rewards[i] found and checked (rewards.registry.Resolved), in order
     origins: dict = field(default_factory=dict)  # training key -> where `algorithm:` put it, or that the recipe overrode it
+    columns: dict = field(default_factory=dict)  # stage -> (its rows' columns, the rows named), for a reward built later
+    reward_names: list = field(default_factory=list)  # each reward's metric name; a user's factory: how the recipe calls it
+    _funcs: list | None = field(default=None, repr=False)  # the guarded rewards, once built
+
+    @property
+    def reward_funcs(self) -> list:
+        """rewards[i] built and guarded, in order, named uniquely (see ``build_rewards``)."""
+        return self.build_rewards()
+
+    def build_rewards(self) -> list:
+        """The guarded rewards. A user's reward factory runs here, the first time a run needs the rewards, never
+        while the recipe is validated; RecipeError (each problem's key path) if it refuses its args or returns a
+        reward that needs a column the rows lack. ``train`` calls it before it touches output_dir."""
+        if self._funcs is None:
+            problems: list[str] = []
+            funcs = _guarded_rewards(self.data["rewards"], self.resolved, self.columns, problems, build=True)
+            if problems:
+                raise RecipeError(problems, str(self.path) if self.path else None)
+            self._funcs = funcs
+        return self._funcs
 
     @property
     def weights(self) -> list[float]:
@@ -272,12 +322,13 @@ def read_yaml(path: Path) -> dict:
     except UnicodeDecodeError as exc:
         raise RecipeError(f"recipe is not UTF-8 text ({exc.reason} at byte {exc.start})", str(path)) from None
     try:
-        doc = yaml.safe_load(text)
+        doc = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise RecipeError(f"YAML syntax error at {where}{problem}", str(path)) from None
+        what = "" if isinstance(exc, YAMLRefused) else "YAML syntax error at "  # well-formed, but past a bound
+        raise RecipeError(f"{what}{where}{problem}", str(path)) from None
     if not isinstance(doc, dict):
         raise RecipeError(
             f"a recipe is a mapping of sections (model, data, rewards, training, ...), not {kind_of(doc)}", str(path)
@@ -293,10 +344,12 @@ def parse_override(text: str) -> tuple[list[str], object]:
     a key part of digits indexes a list (``rewards.1.weight``) and names a key anywhere else."""
     key, sep, raw = text.partition("=")
     if not sep or not key or any(not part for part in key.split(".")):
-        raise RecipeError(f"override {text!r} must look like section.key=value (e.g. training.max_steps=5)")
+        raise RecipeError(f"override {shown(text)} must look like section.key=value (e.g. training.max_steps=5)")
     try:
-        value = yaml.safe_load(raw) if raw.strip() else None
-    except yaml.YAMLError:
+        value = load_yaml(raw) if raw.strip() else None
+    except YAMLRefused as exc:
+        raise RecipeError(f"override {shown(text)}: {exc.problem}") from None
+    except yaml.YAMLError:  # not YAML: the text as it is (a path, a name with a colon)
         value = raw
     return key.split("."), value
 
@@ -372,13 +425,16 @@ def _check_section(section: dict, schema: dict[str, Spec], path: str, problems: 
         spec = schema[key]
         value, ok = coerce(value, spec.kinds)
         if not ok:
-            problems.append(f"{where}: expected {describe_kinds(spec.kinds)}, got {kind_of(value)} {value!r:.60}")
+            problems.append(f"{where}: expected {describe_kinds(spec.kinds)}, got {kind_of(value)} {shown(value)}")
             continue
         if spec.choices is not None and value not in spec.choices:
             problems.append(f"{where}: {shown(value)} is not one of {', '.join(map(repr, spec.choices))}")
             continue
         if spec.minimum is not None and isinstance(value, (int, float)) and value < spec.minimum:
-            problems.append(f"{where}: must be at least {spec.minimum}, got {value}")
+            problems.append(f"{where}: must be at least {spec.minimum}, got {shown(value)}")
+            continue
+        if spec.maximum is not None and isinstance(value, (int, float)) and value > spec.maximum:
+            problems.append(f"{where}: must be at most {spec.maximum}, got {shown(value)}")
             continue
         out[key] = value
     for key, spec in schema.items():
@@ -405,7 +461,7 @@ def _check_prompts(value, path: str, problems: list[str], mappings: bool = False
                 problems.append(f"{path}[{i}]: has columns {', '.join(p)}, the first has {first}; give each the same columns")
         elif not isinstance(p, str) or not p.strip():
             form = "a non-empty string or a mapping {prompt: ..., answer: ...}" if mappings else "a non-empty string"
-            problems.append(f"{path}[{i}]: each prompt is {form}, got {kind_of(p)} {p!r:.40}")
+            problems.append(f"{path}[{i}]: each prompt is {form}, got {kind_of(p)} {shown(p, 40)}")
 
 
 def _check_rewards(value: list, problems: list[str]) -> list[dict]:
@@ -447,7 +503,8 @@ def _check_sources(d: dict, given: dict, eval_enabled: bool, base_dir: Path) -> 
             datafiles.template_fields(d["prompt_template"])
         except ValueError as exc:
             problems.append(f"data.prompt_template: {exc}")
-        if "prompt_column" in given:
+        column = SCHEMA["data"]["prompt_column"].default  # the template's text lands in this column
+        if given.get("prompt_column", column) != column:  # so a recorded recipe, which names it, still validates
             problems.append("data: prompt_template and prompt_column are both given; the template names its columns")
     sources = [k for k in TRAIN_SOURCES if d.get(k) is not None]
     if len(sources) > 1:
@@ -491,9 +548,60 @@ def _check_sources(d: dict, given: dict, eval_enabled: bool, base_dir: Path) -> 
     return problems
 
 
+def held_out_size(d: dict, rows: int) -> tuple[int, str]:
+    """(training rows held out for eval, the key that says how many): data.eval_size, else its eval_fraction share."""
+    if d["eval_size"] is not None:
+        return d["eval_size"], "eval_size"
+    return round(d["eval_fraction"] * rows), "eval_fraction"
+
+
+def _prompts_per_step(value) -> tuple[int, int, int] | None:
+    """(prompts, completions, group) of one generation batch on one process: TRL samples generation_batch_size, else
+    per_device_train_batch_size x steps_per_generation (gradient_accumulation_steps), completions in groups of
+    num_generations, each group from one prompt. None when the batch settings are wrong (batch_rules says so)."""
+
+    def count(n) -> bool:
+        return isinstance(n, int) and not isinstance(n, bool) and n > 0
+
+    group, completions = value("num_generations"), value("generation_batch_size")
+    if completions is None:
+        batch, steps = value("per_device_train_batch_size"), value("steps_per_generation") or value("gradient_accumulation_steps")
+        completions = batch * steps if count(batch) and count(steps) else None
+    if not (count(group) and count(completions)) or completions % group:
+        return None
+    return completions // group, completions, group
+
+
+def _check_hold_out(d: dict, value, base_dir: Path) -> list[str]:
+    """Rows held out of data.file must leave at least one generation batch of prompts to train on (a hub dataset's
+    rows are counted when it loads)."""
+    batch = _prompts_per_step(value)
+    if not datafiles.holds_out(d) or not d.get("file") or batch is None:
+        return []
+    try:
+        path = datafiles.split_path(resolve_path(d["file"], base_dir), d["hub_split"], "data.hub_split")
+        rows = sum(1 for _ in datafiles.rows(path, "data.file"))
+    except RecipeError:  # a file that cannot be read: its own check (train.check_data) names the row
+        return []
+    size, key = held_out_size(d, rows)
+    prompts, completions, group = batch
+    if size < 1:
+        return [f"data.{key}: holds out {size} of {plural(rows, 'training row')}; hold out at least one"]
+    if rows - size >= prompts:
+        return []
+    fix = f"hold out at most {rows - prompts}" if rows > prompts else "give more rows"
+    return [
+        f"data.{key}: holds out {size} of {plural(rows, 'training row')}, leaving {rows - size}; a step samples "
+        f"{plural(prompts, 'prompt')} ({completions} completions, {group} per prompt); {fix}, or give eval_prompts or "
+        "eval_file instead"
+    ]
+
+
 def _check_data(d: dict, given: dict, eval_enabled: bool, base_dir: Path, problems: list[str]) -> dict[str, tuple]:
     """The data section's sources (see _check_sources), then the columns each source's rows reach the rewards
     with: {"train": (columns, source named), "eval": (...)}; columns are None where only loading tells (hub)."""
+    if set(given) - set(SCHEMA["data"]):  # a misspelt key, already a problem: rules on what it meant would mislead
+        return {}
     found = _check_sources(d, given, eval_enabled, base_dir)
     problems.extend(found)
     if found:
@@ -543,16 +651,36 @@ def _renamed_columns(cols: list[str], d: dict) -> list[str]:
 
 
 def _build_rewards(entries: list[dict], base_dir: Path, problems: list[str]) -> list:
-    """Each reward built from its name and args, then guarded under a unique metric name."""
-    built = []
+    """Each reward found by its name and its args checked against the signature (rewards.registry.resolve): the
+    registry's rewards are built, a user's factory is not called (Recipe.build_rewards calls it)."""
+    resolved = []
     for i, entry in enumerate(entries):
         if set(SCHEMA["reward"]) - set(entry):  # one of its keys failed its own check
             continue
         try:
-            built.append(rewards.build(entry["name"], entry["args"], base_dir, f"rewards[{i}]"))
+            resolved.append(rewards.resolve(entry["name"], entry["args"], base_dir, f"rewards[{i}]"))
         except RecipeError as exc:
             problems.extend(exc.problems)
-    return rewards.guard_all(entries, built) if len(built) == len(entries) else []
+    return resolved if len(resolved) == len(entries) else []
+
+
+def _guarded_rewards(entries: list[dict], resolved: list, columns: dict, problems: list[str], *, build: bool) -> list:
+    """The rewards guarded under unique metric names, and a problem for each dataset column one of them needs that
+    its rows lack. A user's factory is called only with ``build``; without, its place holds None, checked later."""
+    if len(resolved) != len(entries):  # a reward that failed its own check is already a problem
+        return []
+    funcs = []
+    for r in resolved:
+        try:
+            funcs.append(r.build() if build or not r.deferred else None)
+        except RecipeError as exc:
+            problems.extend(exc.problems)
+            funcs.append(None)
+    guarded = rewards.guard_all(entries, funcs)
+    for stage, (cols, named) in columns.items():
+        if cols is not None:
+            problems.extend(missing_columns(guarded, cols, f"the {stage} rows ({named})"))
+    return guarded
 
 
 def validate(doc: dict, path: Path | None = None) -> Recipe:
@@ -582,6 +710,9 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         columns = _check_data(data, top["data"], bool((evaluation or {}).get("enabled")), base_dir, problems)
     if evaluation is not None:
         _check_pass_at(evaluation, problems)
+    if isinstance(top.get("output_dir"), str):
+        problem = output_dir.check(top["output_dir"], path)
+        problems.extend([problem] if problem else [])
     if model is not None and isinstance(model.get("name"), str):
         problems.extend(model_source.check(model["name"], base_dir))
     if training is not None:
@@ -591,10 +722,10 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         problems.extend(trackers.check_report_to(training))
         problems.extend(adapters.check(model or {}, training))
         problems.extend(batch_rules.check_explore(explore or {}, lambda key: compat.effective(training, key)))
-    built = _build_rewards(entries, base_dir, problems)
-    for stage, (cols, named) in columns.items():
-        if cols is not None:
-            problems.extend(missing_columns(built, cols, f"the {stage} rows ({named})"))
+        if columns and (evaluation or {}).get("enabled"):  # the data section passed its own checks; rows are held out with eval
+            problems.extend(_check_hold_out(data, lambda key: compat.effective(training, key), base_dir))
+    resolved = _build_rewards(entries, base_dir, problems)
+    built = _guarded_rewards(entries, resolved, columns, problems, build=False)
     if problems:
         raise RecipeError(problems, source)
     checked = {"model": model, "data": data, "rewards": entries, "training": training, "eval": evaluation, "health": health}
@@ -602,7 +733,23 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     checked.update((key, top[key]) for key in ("output_dir", "seed", "resume"))
     if top.get("algorithm") is not None:
         checked["algorithm"] = top["algorithm"]
-    return Recipe(data=checked, path=path, base_dir=base_dir, given=doc, reward_funcs=built, origins=origins)
+    names = [f.__name__ if f is not None else f"{r.name}({_call_args(r.args)})" for r, f in zip(resolved, built, strict=True)]
+    return Recipe(
+        data=checked,
+        path=path,
+        base_dir=base_dir,
+        given=doc,
+        resolved=resolved,
+        origins=origins,
+        columns=columns,
+        reward_names=names,
+        _funcs=None if None in built else built,
+    )
+
+
+def _call_args(args: dict) -> str:
+    """``n=3, column='answer'``: a factory's arguments as a call shows them."""
+    return ", ".join(f"{key}={value!r}" for key, value in args.items())
 
 
 def load(ref: str, overrides: list[str] | None = None) -> Recipe:

@@ -195,6 +195,10 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
         f"- **Model:** {summary.get('model')}",
         f"- **Steps:** {steps}; training time {_seconds(train_s)}{per_step}",
     ]
+    resumed = summary.get("resumed_at") or []
+    if resumed:
+        at = ", ".join(f"step {step}" for step in resumed)
+        lines.append(f"- **Resumed** from the checkpoint of {at}; the training time counts every step, before and after")
     for change in summary.get("changes") or []:
         lines.append(f"- **Recipe changed on resume** at step {change['at_step']}: {', '.join(change['keys'])}")
     rewards = run_recipe.get("rewards") or []
@@ -255,6 +259,7 @@ def finish(run_dir: Path, summary: dict, log=print) -> None:
     """Write summary.json, curves.png and report.md for a run that has ended (completed or not)."""
     summary["memory"] = peak_memory()
     write_summary(run_dir, summary)
+    name_base_model(run_dir, summary.get("model"), summary.get("recipe"))  # TRL rewrites the card at each checkpoint
     recipe_file = run_dir / "recipe.yaml"
     run_recipe = (yaml.safe_load(recipe_file.read_text(encoding="utf-8")) if recipe_file.exists() else None) or {}
     records = rundir.read_metrics(run_dir / "metrics.jsonl")

@@ -194,13 +194,33 @@ def precision(model, s: Settings):
     return torch.autocast(model.device.type, dtype=torch.bfloat16) if s.bf16 else contextlib.nullcontext()
 
 
+@contextlib.contextmanager
+def random_state_kept():
+    """Leave the random streams (torch's on the CPU and each GPU in use, Python's, numpy's) as they were found: an
+    eval or the pre-flight seeds and draws its own samples, and training then draws what it would have without it."""
+    import random
+
+    import numpy as np
+    import torch
+
+    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []  # no GPU state before use
+    python, numpy = random.getstate(), np.random.get_state()
+    try:
+        with torch.random.fork_rng(devices=devices):
+            yield
+    finally:
+        random.setstate(python)
+        np.random.set_state(numpy)
+
+
 def evaluate(model, tokenizer, rows: list[dict], reward_funcs: list, s: Settings, *, chat: bool) -> dict:
     """Sample ``s.samples`` completions per row (under bf16 autocast when ``s.bf16``) and score them with the rewards."""
-    with precision(model, s):
-        completions, ids = sample(model, tokenizer, [r["prompt"] for r in rows], s)
-    result = score(
-        rows, completions, reward_funcs, chat=chat, pass_threshold=s.pass_threshold, completion_ids=ids, pass_at=s.pass_at
-    )
+    with random_state_kept():  # training then draws what it would have drawn without an eval
+        with precision(model, s):
+            completions, ids = sample(model, tokenizer, [r["prompt"] for r in rows], s)
+        result = score(
+            rows, completions, reward_funcs, chat=chat, pass_threshold=s.pass_threshold, completion_ids=ids, pass_at=s.pass_at
+        )
     result["settings"] = s.key()
     return result
 

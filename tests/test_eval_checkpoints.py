@@ -83,3 +83,17 @@ def test_sweep_bad_input_exits_2(models, message, digit_doc, write_recipe, tmp_p
     assert cli.main(argv) == 2
     assert message in capsys.readouterr().err
     assert not (tmp_path / "eval_curve.json").exists()
+
+
+@pytest.mark.parametrize(
+    "scored, reused, expected",
+    [
+        (1, 0, "sweep: 1 checkpoint scored and 0 reused in 2.5 s"),  # one checkpoint: the word in the singular
+        (3, 1, "sweep: 3 checkpoints scored and 1 reused in 2.5 s"),  # several
+    ],
+)
+def test_sweep_closing_line_counts_checkpoints(scored, reused, expected):
+    from grpo_ext.verbs import sweep
+
+    curve = {"best": None, "points": [{"reused": True}] * reused + [{}] * scored, "scored": scored, "seconds": 2.5}
+    assert sweep.closing_lines(curve)[-1] == expected

@@ -11,7 +11,9 @@ from grpo_ext.verbs import plan
 SIZES = [
     # (text, bytes)
     ("8GiB", 8 * 1024**3),
-    ("8 GB", 8 * 1024**3),  # GB is read as GiB, as GPU memory is quoted
+    ("8 GB", 8 * 10**9),  # GB is 10^9 bytes, as the unit means
+    ("12GB", 12 * 10**9),  # without a space too: 11.18 GiB, not 12
+    ("500MB", 500 * 10**6),  # MB: 10^6 bytes
     ("512MiB", 512 * 1024**2),
     ("1.5g", int(1.5 * 1024**3)),
     ("4096", 4096),  # plain bytes

@@ -207,11 +207,11 @@ def test_report_of_failed_run_without_steps(tmp_path):
     assert "- **Status:** failed (ValueError: boom)" in text and "No curves" in text and "No eval ran" in text
 
 
-def _drive(callback, steps=2):
+def _drive(callback, steps=2, start=0):
     args = SimpleNamespace()
-    state = SimpleNamespace(global_step=0, max_steps=steps)
+    state = SimpleNamespace(global_step=start, max_steps=steps)
     callback.on_train_begin(args, state, None)
-    for step in range(1, steps + 1):
+    for step in range(start + 1, steps + 1):
         state.global_step = step
         callback.on_log(
             args,
@@ -228,6 +228,33 @@ def test_progress_lines_when_not_a_terminal(tmp_path):
     assert len(lines) == 2
     assert lines[1].startswith("step 2/2  reward 1.000  digit_exact 0.250  kl 0.0020  len 3.0  ")
     assert [json.loads(x)["step"] for x in (tmp_path / "m.jsonl").read_text().splitlines()] == [1, 2]
+
+
+@pytest.mark.parametrize(
+    "trained_before, start, steps",
+    [
+        (0.0, 0, 2),  # a fresh run: the time since training began
+        (96.0, 8, 12),  # resumed at step 8 after 96 s: s/step counts the 8 steps before, not only the time since
+        (314.0, 3, 4),  # resumed near the end: the one step left is estimated from every step so far
+    ],
+)
+def test_progress_and_metrics_count_the_steps_before_a_resume(trained_before, start, steps, tmp_path):
+    lines = []
+    log = progress.MetricsLog(tmp_path / "m.jsonl", True, lines.append, live=False, trained_before=trained_before)
+    _drive(log, steps=steps, start=start)
+    records = [json.loads(x) for x in (tmp_path / "m.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records] == list(range(start + 1, steps + 1))
+    assert all(trained_before <= r["train_seconds"] < trained_before + 1 for r in records)  # this test's own steps: instant
+    per_step = records[-1]["train_seconds"] / steps
+    assert lines[-1].endswith(f"  {per_step:.1f} s/step, 0 s left")
+    assert trained_before <= log.train_seconds() < trained_before + 1
+
+
+def test_report_says_a_run_was_resumed(tmp_path):
+    summary = {"status": "completed", "steps": 30, "train_seconds": 60.0, "resumed_at": [8, 20]}
+    text = report.report_markdown(tmp_path, summary, {}, [])
+    assert "- **Steps:** 30; training time 60 s (2.0 s/step)" in text
+    assert "- **Resumed** from the checkpoint of step 8, step 20; the training time counts every step" in text
 
 
 def test_progress_bar_on_a_terminal(tmp_path):

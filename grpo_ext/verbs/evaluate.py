@@ -42,7 +42,7 @@ def load_model(ref: str, model_cfg: dict, log) -> tuple[object, object, str]:
     """(model, tokenizer, description) for one ``--model``: a LoRA run's adapter sits on its base as in training."""
     name, adapter, run_dir = locate(ref)
     if adapter:
-        return models.load_adapter(adapter, {**model_cfg, **models.run_model_section(run_dir)} if run_dir else model_cfg, log)
+        return models.load_adapter(adapter, models.run_settings(model_cfg, run_dir) if run_dir else model_cfg, log)
     try:
         model, tokenizer, described = models.load({**model_cfg, "name": name, "revision": None}, Path.cwd(), log)
     except RunError as exc:
@@ -126,7 +126,7 @@ def sample_lines(result: dict) -> list[str]:
     per_model = min(SHOWN_COMPLETIONS, result["samples"])
     lines = [f"samples ({per_model} per model for the first {min(SHOWN_PROMPTS, len(first))} prompts):"]
     for i, example in enumerate(first[:SHOWN_PROMPTS]):
-        lines.append(f"  {example['prompt']}")
+        lines.append(f"  {json.dumps(example['prompt'], ensure_ascii=False)[:120]}")  # one line, as the completions
         for label in labels:
             examples = result["models"][label]["examples"]
             shown = examples[i]["completions"][:SHOWN_COMPLETIONS] if i < len(examples) else []
@@ -184,6 +184,7 @@ def evaluate_models(
         raise RecipeError(
             f"--out: {dest} holds an earlier eval (eval.json); pass --overwrite to replace it, or choose another: --out {dest}-2"
         )
+    recipe.build_rewards()  # a user's reward factory that refuses its args stops here, before any model loads
     console.quiet_third_parties(verbose)
     result = compare(recipe, list(dict.fromkeys(refs)), log)
     print(f"eval: {headline(result)}")

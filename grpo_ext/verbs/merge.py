@@ -41,6 +41,18 @@ def greedy_answers(model, tokenizer, recipe: Recipe) -> list[str]:
     return [a[0] for a in answers]
 
 
+def _once(log):
+    """``log`` that says each distinct line once."""
+    said: set[str] = set()
+
+    def say(message: str) -> None:
+        if message not in said:
+            said.add(message)
+            log(message)
+
+    return say
+
+
 def merge(run_dir: str | Path, out: str | Path | None = None, *, check: bool = True, log=console.say) -> Path:
     """Fold the adapter of ``run_dir/final`` into its base; write the plain checkpoint to ``out`` (default
     ``RUN_DIR/merged``) and return its path. With ``check``, the merged model must answer the eval prompts
@@ -51,6 +63,7 @@ def merge(run_dir: str | Path, out: str | Path | None = None, *, check: bool = T
     if dest.exists() and any(dest.iterdir()):
         raise RecipeError(f"--out: {dest} is not empty; remove it or give another: --out {dest}-2")
     console.quiet_third_parties(verbose=False)
+    log = _once(log)  # the base loads twice (trained model, then the merge): its model line is said once
     trained_answers = None
     if check and data.has_eval(recipe["data"]):
         trained, tokenizer, _ = models.load_adapter(run / "final", recipe["model"], log)

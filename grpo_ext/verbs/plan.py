@@ -63,13 +63,28 @@ class Shape:
     vocab: int
 
 
-def parse_size(text: str) -> int:
-    """'8GiB', '8 GB', '500MiB', '12g' → bytes (GB and GiB both mean 1024**3 here, as GPUs are sold)."""
-    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*([kmgt]?)i?b?\s*", text.lower())
+def read_size(text: str) -> tuple[int, str]:
+    """(bytes, how they were read): GiB, MiB, ... are powers of 2 (2^30 bytes), GB, MB, ... powers of 10 (10^9),
+    as the units mean; a bare letter ('12g') is read as binary, as docker and nvidia-smi read it; no unit: bytes.
+
+    >>> read_size("12GB")
+    (12000000000, '12 x 10^9 bytes (GB)')
+    """
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(?:([kmgt])(ib|b)?|b)?\s*", text.lower())
     if not match:
-        raise RecipeError(f"--gpu-memory: {text!r} is not a size; write it like 8GiB, 24GB or 512MiB")
-    scale = {"": 1, "k": 1024, "m": MIB, "g": GIB, "t": 1024 * GIB}[match.group(2)]
-    return int(float(match.group(1)) * scale)
+        raise RecipeError(f"--gpu-memory: {text!r} is not a size; write it like 8GiB (2^30 bytes), 24GB (10^9) or 512MiB")
+    number, prefix, unit = match.groups()
+    if prefix is None:
+        return int(float(number)), f"{number} bytes"
+    power = "kmgt".index(prefix) + 1
+    if unit == "b":
+        return int(float(number) * 1000**power), f"{number} x 10^{3 * power} bytes ({prefix.upper()}B)"
+    return int(float(number) * 1024**power), f"{number} x 2^{10 * power} bytes ({prefix.upper()}iB)"
+
+
+def parse_size(text: str) -> int:
+    """'8GiB', '8 GB', '500MiB', '12g' → bytes (see read_size)."""
+    return read_size(text)[0]
 
 
 def fmt(n: float) -> str:
@@ -333,7 +348,7 @@ def plan(
     would make it fit). ``gpus`` processes share the run, with state split as ``sharding`` says (ddp, zero2,
     zero3, fsdp). Returns True or False for a budget, None without one."""
     console.quiet_third_parties(verbose=False)
-    budget = parse_size(gpu_memory) if gpu_memory else None
+    budget, read_as = read_size(gpu_memory) if gpu_memory else (None, "")
     if gpus < 1:
         raise RecipeError(f"--gpus: {gpus} is not a number of GPUs; give 1 or more")
     if sharding not in gpu_share.SHARDINGS:
@@ -352,6 +367,8 @@ def plan(
     where = "on the CPU (peak resident memory)" if device == "cpu" else "on one GPU (peak device memory)"
     share = f", {gpus} processes ({launch.label()})" if gpus > 1 or sharding != "ddp" else ""
     print(f"plan: {recipe.path} {where}, per process{share}")
+    if budget is not None:
+        print(f"  --gpu-memory {gpu_memory.strip()}: {read_as} = {fmt(budget)}")
     if isinstance(where_cfg, dict):
         hub_id = shapes.find(recipe["model"]["name"]) or shapes.find(catalog.MODELS[recipe["model"]["name"]]["hub"])
         print(f"  shape of {hub_id} from grpo_ext's table (no config.json here); prompts at about 3 characters a token")

@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from grpo_ext import console, data, hardware, plots, report, rundir, scoring
-from grpo_ext.base import write_atomic
+from grpo_ext.base import plural, write_atomic
 from grpo_ext.errors import RecipeError
 from grpo_ext.recipe import Recipe, load
 from grpo_ext.verbs import evaluate
@@ -137,7 +137,7 @@ def closing_lines(curve: dict) -> list[str]:
             lines.append(f"{b['checkpoint']} vs the last checkpoint, pass rate of {b['reward']}: {b['vs_last']['verdict']}")
     trained = f"; the run trained for {curve['train_seconds']} s" if curve.get("train_seconds") else ""
     reused = sum(1 for p in curve["points"] if p.get("reused"))
-    lines.append(f"sweep: {curve['scored']} checkpoints scored and {reused} reused in {curve['seconds']} s{trained}")
+    lines.append(f"sweep: {plural(curve['scored'], 'checkpoint')} scored and {reused} reused in {curve['seconds']} s{trained}")
     return lines
 
 

@@ -70,7 +70,8 @@ def train(
         if missing:
             raise RecipeError(missing, str(recipe.path))
         check_data(recipe)  # a bad row of a data file stops here, before output_dir
-        resume = resume or (recipe["resume"] in (True, "auto") and not overwrite)
+        recipe.build_rewards()  # so does a user's reward factory that refuses its args: it first runs here
+        resume = True if resume else (False if overwrite else recipe["resume"])  # --resume, or the recipe's resume
         prepared = launch.on_main_first(lambda: _prepare(recipe, overwrite, resume, accept_changes))
         summary = run(recipe, prepared, verbose, callbacks)
         completed = True
@@ -89,22 +90,43 @@ def check_data(recipe: Recipe) -> None:
         raise RecipeError(exc.problems, str(recipe.path) if recipe.path else None) from None
 
 
-def _prepare(recipe: Recipe, overwrite: bool, resume: bool, accept_changes: bool) -> rundir.Prepared:
-    """Lock and prepare the run directory; a resume must use the run's own recipe unless changes are accepted."""
+def _prepare(recipe: Recipe, overwrite: bool, resume: bool | str, accept_changes: bool) -> rundir.Prepared:
+    """Lock the run directory and decide; a resume must use the run's own recipe unless changes are accepted. Only
+    once everything is decided does ``rundir.commit`` change the directory: a refused resume has lost nothing."""
     prepared = rundir.prepare(recipe["output_dir"], overwrite=overwrite, resume=resume)
-    recorded = prepared.path / "recipe.yaml"
-    if prepared.previous is None or not recorded.is_file():
-        return prepared
-    changed = changed_keys(yaml.safe_load(recorded.read_text(encoding="utf-8")) or {}, recipe.portable())
-    if changed and not accept_changes:
+    try:
+        if prepared.previous is not None:
+            prepared.changes = _resume_changes(prepared.path / "recipe.yaml", recipe, accept_changes)
+    except RecipeError:
         rundir.release(prepared.path)
+        raise
+    rundir.commit(prepared)
+    for note in prepared.notes:
+        console.say(note)
+    return prepared
+
+
+def _resume_changes(recorded: Path, recipe: Recipe, accept_changes: bool) -> list[str]:
+    """The recipe keys this resume changes from the run's own recipe; RecipeError unless none or accepted."""
+    try:
+        before = yaml.safe_load(recorded.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        before = None
+    if not isinstance(before, dict):
+        if accept_changes:
+            return ["(the run's recipe.yaml was missing or damaged)"]
+        raise RecipeError(
+            f"--resume: {recorded} is missing or damaged, so this recipe cannot be checked against the run's; "
+            f"restore it, or pass --accept-changes to continue with this recipe"
+        )
+    changed = changed_keys(before, recipe.portable())
+    if changed and not accept_changes:
         raise RecipeError(
             f"--resume: this recipe differs from the run's in {', '.join(changed)}; resume with the run's "
             f"own recipe ({recorded}), start a new run (output_dir=runs/new), or pass --accept-changes "
             f"to continue with the change recorded"
         )
-    prepared.changes = changed
-    return prepared
+    return changed
 
 
 def _training_data(d: dict) -> str:
@@ -149,7 +171,7 @@ def dry_run(recipe: Recipe) -> None:
     print(f"training: {adapters.describe(recipe['model'])}")
     if recipe.data.get("algorithm"):
         print(f"algorithm: {recipe['algorithm']} ({algorithms.VARIANTS[recipe['algorithm']].paper}); keys the recipe sets win")
-    print("rewards: " + ", ".join(f"{f.__name__} (weight {w})" for f, w in zip(recipe.reward_funcs, recipe.weights, strict=True)))
+    print("rewards: " + ", ".join(f"{name} (weight {w})" for name, w in zip(recipe.reward_names, recipe.weights, strict=True)))
     print(f"data: {_training_data(d)}; {_eval_prompts(d)}; chat format: {d['chat']}")
     boost = explore.describe(recipe["explore"], compat.effective(recipe["training"], "max_steps"))
     if boost:
@@ -235,18 +257,23 @@ def _config(recipe: Recipe, kwargs: dict, log):
 
 def _rows(recipe: Recipe, log) -> data.Rows:
     """The training and eval rows, loaded (and hub columns checked) before the model."""
-    rows = data.load(recipe["data"], recipe.base_dir, recipe["seed"], recipe.reward_funcs, recipe["eval"]["enabled"])
+    try:
+        rows = data.load(recipe["data"], recipe.base_dir, recipe["seed"], recipe.reward_funcs, recipe["eval"]["enabled"])
+    except RecipeError as exc:  # what only loading tells (a hub dataset's rows), named as every recipe error is
+        raise RecipeError(exc.problems, str(recipe.path) if recipe.path else None) from None
     for note in rows.notes:
         log(note)
     return rows
 
 
-def _datasets(recipe: Recipe, rows: data.Rows, tokenizer, args, log) -> tuple[bool, object, list[dict]]:
-    """(chat format or not, the training dataset, the formatted eval rows), with max_prompt_length applied."""
+def _datasets(recipe: Recipe, rows: data.Rows, tokenizer, args, log, context: int | None) -> tuple[bool, object, list[dict]]:
+    """(chat format or not, the training dataset, the formatted eval rows), with max_prompt_length applied and
+    every prompt checked to fit the model's ``context`` with max_completion_length."""
     d, limit = recipe["data"], recipe["training"].get("max_prompt_length")
     chat = data.use_chat(d, tokenizer)
     train_set, eval_rows = data.formatted_set(rows.train, d, chat), data.formatted(rows.eval, d, chat)
-    train_set, eval_rows, longest, notes = data.fit_prompts(train_set, eval_rows, limit, tokenizer)
+    completion = args.max_completion_length
+    train_set, eval_rows, longest, notes = data.fit_prompts(train_set, eval_rows, limit, tokenizer, context, completion)
     trainer.fit_prompt_limit(args, limit or longest)
     shown = "chat messages" if chat else "plain text"
     log(f"data: {plural(len(train_set), 'training prompt')}, {plural(len(eval_rows), 'eval prompt')}, {shown}")
@@ -267,10 +294,12 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     rows = _rows(recipe, log)
     model, tokenizer, described = models.load(recipe["model"], recipe.base_dir, log)
     log(f"training: {adapters.describe(recipe['model'])}")
-    chat, train_set, eval_rows = _datasets(recipe, rows, tokenizer, args, log)
+    chat, train_set, eval_rows = _datasets(recipe, rows, tokenizer, args, log, data.context_of(model.config))
     watchdog = health.Watchdog(recipe["health"], health.pass_marks(recipe.reward_funcs), recipe["eval"]["pass_threshold"])
     watch = watchdog.hook(log, stop=recipe["health"]["on_problem"] == "stop")
-    metrics = progress.MetricsLog(prepared.path / "metrics.jsonl", is_main, log, watch=watch)
+    metrics = progress.MetricsLog(
+        prepared.path / "metrics.jsonl", is_main, log, watch=watch, trained_before=_trained_before(prepared)
+    )
     own = [guard.error_counter(recipe.reward_funcs), metrics, rundir.marker_callback(is_main, keep)]
     grpo = trainer.make_trainer(
         model=model,
@@ -289,6 +318,9 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         log(explore.describe(recipe["explore"], args.max_steps))
     summary = report.new_summary(str(recipe.path), described, processes.num_processes)
     summary["changes"] = (prepared.previous or {}).get("changes") or []
+    summary["resumed_at"] = (prepared.previous or {}).get("resumed_at") or []
+    if prepared.resume_from:
+        summary["resumed_at"].append(rundir.step_of(prepared.resume_from))
     if prepared.changes:
         at = rundir.step_of(prepared.resume_from) if prepared.resume_from else 0
         summary["changes"].append({"at_step": at, "keys": prepared.changes})
@@ -355,6 +387,17 @@ def optimize(r: Run) -> None:
         raise health.Unhealthy(f"{r.watchdog.stopped_by.line()} (health.on_problem: stop; checkpoint saved)")
 
 
+def _trained_before(prepared: rundir.Prepared) -> float:
+    """Seconds of training up to the checkpoint a resume starts from: those of the last metrics line kept (each
+    line holds the time up to its step), else, for a run that recorded none, the previous summary's."""
+    if not prepared.resume_from:
+        return 0.0
+    kept = rundir.read_metrics(prepared.path / "metrics.jsonl")
+    if kept and isinstance(kept[-1].get("train_seconds"), (int, float)):
+        return float(kept[-1]["train_seconds"])
+    return float((prepared.previous or {}).get("train_seconds") or 0.0)
+
+
 def _record_progress(r: Run) -> None:
     """Steps done, training time, the reward at the first and last step, and health, so far (also after a stop)."""
     r.summary["health"] = health.verdict(
@@ -362,7 +405,7 @@ def _record_progress(r: Run) -> None:
     )
     if r.started is None:
         return
-    r.summary["train_seconds"] = round(time.monotonic() - r.started, 1)
+    r.summary["train_seconds"] = round(r.metrics.train_seconds(), 1)  # with the steps before a resume
     r.summary["steps"] = r.grpo.state.global_step
     rewards = [line["reward"] for line in rundir.read_metrics(r.dir / "metrics.jsonl")] or [x for _, x in r.metrics.rewards]
     if rewards:
@@ -376,7 +419,6 @@ def finish(r: Run) -> None:
     if not r.is_main:
         return
     r.tokenizer.save_pretrained(str(r.dir / "final"))
-    report.name_base_model(r.dir, r.summary["model"], r.summary["recipe"])
     r.summary["status"] = "completed"
     r.summary["eval_change"] = scoring.change(r.summary["eval_before"], r.summary["eval_after"])
     report.finish(r.dir, r.summary, r.log)
@@ -405,6 +447,7 @@ def run(recipe: Recipe, prepared: rundir.Prepared, verbose: bool = False, callba
         check_rewards(r)
         r.summary["eval_before"] = (prepared.previous or {}).get("eval_before") or evaluate(r, "before")
         optimize(r)
+        finish(r)  # inside: a reward that fails in the eval after is a failed run, recorded as one
     except KeyboardInterrupt:
         _stopped(r, "interrupted")
         raise
@@ -417,5 +460,4 @@ def run(recipe: Recipe, prepared: rundir.Prepared, verbose: bool = False, callba
     except Exception as exc:
         _stopped(r, "failed", f"{type(exc).__name__}: {exc}")
         raise RunError(f"training failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
-    finish(r)
     return r.summary

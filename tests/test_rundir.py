@@ -394,3 +394,15 @@ def test_a_run_that_wrote_nothing_leaves_no_folders(tmp_path):
     rundir.commit(prepared)
     rundir.discard_if_empty(prepared)
     assert [p.name for p in tmp_path.rglob("*")] == ["mine"]
+
+
+@pytest.mark.parametrize("text", ["model: {name: x", "[1, 2]", "a: &a [*a]"])  # cut short, not a mapping, a loop
+def test_merge_on_a_damaged_run_recipe_says_one_line(text, run, capsys):
+    fake_run(run, "completed")
+    (run / "final").mkdir()
+    (run / "final" / "adapter_config.json").write_text('{"base_model_name_or_path": "x"}')
+    (run / "final" / "adapter_model.safetensors").write_bytes(b"0")
+    (run / "recipe.yaml").write_text(text)
+    assert cli.main(["merge", str(run)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and err.count("\n") == 1, err

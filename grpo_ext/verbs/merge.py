@@ -11,11 +11,9 @@ compared with those of the trained model (base plus adapter), unless ``check=Fal
 
 from pathlib import Path
 
-import yaml
-
 from grpo_ext import adapters, console, data, models, scoring
 from grpo_ext.errors import RecipeError, RunError
-from grpo_ext.recipe import Recipe, validate
+from grpo_ext.recipe import Recipe, read_yaml, validate
 
 
 def read_run(run_dir: Path) -> Recipe:
@@ -26,7 +24,7 @@ def read_run(run_dir: Path) -> Recipe:
     if not models.has_adapter(final):
         what = "a full model, already loadable with from_pretrained" if (final / "config.json").is_file() else "no adapter"
         raise RecipeError(f"{final}: holds {what}; merge needs a run trained with model.lora")
-    recipe = validate(yaml.safe_load((run_dir / "recipe.yaml").read_text(encoding="utf-8")), run_dir / "recipe.yaml")
+    recipe = validate(read_yaml(run_dir / "recipe.yaml"), run_dir / "recipe.yaml")  # a damaged one: one error line
     recipe.data["model"]["name"] = models.adapter_base(final, recipe["model"]["name"])
     return recipe
 

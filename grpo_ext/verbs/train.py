@@ -40,7 +40,7 @@ from grpo_ext import (
     scoring,
     trainer,
 )
-from grpo_ext.base import plural, write_atomic
+from grpo_ext.base import load_yaml, plural, write_atomic
 from grpo_ext.errors import RecipeError, RunError
 from grpo_ext.recipe import Recipe, changed_keys, load
 from grpo_ext.rewards import guard
@@ -109,7 +109,7 @@ def _prepare(recipe: Recipe, overwrite: bool, resume: bool | str, accept_changes
 def _resume_changes(recorded: Path, recipe: Recipe, accept_changes: bool) -> list[str]:
     """The recipe keys this resume changes from the run's own recipe; RecipeError unless none or accepted."""
     try:
-        before = yaml.safe_load(recorded.read_text(encoding="utf-8"))
+        before = load_yaml(recorded.read_text(encoding="utf-8"))  # bounded, as every recipe is read
     except (OSError, yaml.YAMLError):
         before = None
     if not isinstance(before, dict):

@@ -273,7 +273,8 @@ def commit(prepared: Prepared) -> None:
             else:
                 child.unlink()
         if kept:
-            prepared.notes.append(f"--overwrite: kept {len(kept)} entries a run does not write: {', '.join(kept)[:200]}")
+            entries = f"{len(kept)} {'entry' if len(kept) == 1 else 'entries'}"
+            prepared.notes.append(f"--overwrite: kept {entries} a run does not write: {', '.join(kept)[:200]}")
     for stale in prepared.stale:
         shutil.rmtree(stale)
     if prepared.resume_from is not None:

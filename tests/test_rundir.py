@@ -163,7 +163,7 @@ def test_overwrite_deletes_only_what_a_run_writes(run, capsys):
     prepared = rundir.prepare(str(run), overwrite=True, resume=False)
     rundir.commit(prepared)
     assert sorted(p.name for p in run.iterdir()) == sorted([rundir.LOCK, output_dir.MARKER, "notes.md"])
-    assert prepared.notes == ["--overwrite: kept 1 entries a run does not write: notes.md"]
+    assert prepared.notes == ["--overwrite: kept 1 entry a run does not write: notes.md"]
 
 
 def user_files(folder: Path) -> dict[str, bytes | None]:

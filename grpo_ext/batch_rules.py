@@ -74,6 +74,21 @@ def _sizes(v: Value) -> list[str]:
     ]
 
 
+def generation_batch(v: Value) -> int | None:
+    """Completions TRL samples per generation on one process: generation_batch_size, else
+    per_device_train_batch_size x steps_per_generation (gradient_accumulation_steps when unset). None when the
+    settings give no positive count (the rules below name what is wrong)."""
+
+    def count(n) -> bool:
+        return isinstance(n, int) and not isinstance(n, bool) and n > 0
+
+    if v("generation_batch_size") is not None:
+        n = v("generation_batch_size")
+        return n if count(n) else None
+    batch, steps = v("per_device_train_batch_size"), v("steps_per_generation") or v("gradient_accumulation_steps")
+    return batch * steps if count(batch) and count(steps) else None
+
+
 def _generation_batch(v: Value) -> list[str]:
     """TRL's rule: one generation batch holds whole groups of num_generations completions."""
     g, batch, gen_batch, spg = (

@@ -2,6 +2,10 @@
 
 from pathlib import Path
 
+import yaml
+
+from grpo_ext.base import load_yaml
+
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 # Shipped recipes live in the repository's top-level recipes/ folder; a built wheel carries them
@@ -51,10 +55,8 @@ def recipe_summary(path: Path) -> str:
 
 def recipe_facts(path: Path) -> str:
     """``model smollm2-135m-instruct; rewards digit_exact, digit_shaped; output runs/digit`` for ``grpo-ext ls``."""
-    import yaml
-
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        doc = load_yaml(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError:
         return "(not valid YAML; run grpo-ext validate on it)"
     rewards = [r.get("name", "?") if isinstance(r, dict) else str(r) for r in doc.get("rewards") or []]

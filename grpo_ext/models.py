@@ -12,7 +12,7 @@ from pathlib import Path
 import yaml
 
 from grpo_ext import adapters, catalog, compat, hardware, launch, model_source
-from grpo_ext.base import exists
+from grpo_ext.base import exists, load_yaml
 from grpo_ext.errors import RecipeError, RunError
 
 
@@ -110,7 +110,7 @@ def run_model_section(run_dir: Path) -> dict:
     if not recipe_file.is_file():
         return {}
     try:
-        recorded = yaml.safe_load(recipe_file.read_text(encoding="utf-8")) or {}
+        recorded = load_yaml(recipe_file.read_text(encoding="utf-8")) or {}
     except (UnicodeDecodeError, yaml.YAMLError) as exc:
         problem = getattr(exc, "problem", None) or type(exc).__name__
         raise RecipeError(f"{recipe_file}: damaged ({problem}); restore it, or pass the run's final/ directory") from None

@@ -36,14 +36,15 @@ _CHECKPOINT = re.compile(r"checkpoint-\d+")
 
 def written_by_run(name: str) -> bool:
     """True for a name a run directory's own entries have, and for the temporary file of one that a kill left behind
-    (``base.write_atomic`` writes ``.NAME.XXXXXX`` beside ``NAME``).
+    (``base.write_atomic`` writes ``.NAME.PID.HEX`` beside ``NAME``).
 
-    >>> [written_by_run(n) for n in ("checkpoint-12", "final", ".summary.json.k2a_9x", "notes.txt", "checkpoint-x")]
-    [True, True, True, False, False]
+    >>> names = ("checkpoint-12", "final", ".summary.json.4242.0a1b2c3d", "notes.txt", "checkpoint-x", ".notes.txt.1.2")
+    >>> [written_by_run(n) for n in names]
+    [True, True, True, False, False, False]
     """
-    if name.startswith(".") and name.count(".") >= 2:
-        name = name[1:].rsplit(".", 1)[0]
-    return name in RUN_FILES or _CHECKPOINT.fullmatch(name) is not None
+    if name in RUN_FILES or _CHECKPOINT.fullmatch(name) is not None:
+        return True
+    return any(name.startswith(f".{own}.") for own in RUN_FILES if not own.startswith("."))
 
 
 def is_run_dir(path: Path) -> bool:

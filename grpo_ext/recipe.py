@@ -556,18 +556,10 @@ def held_out_size(d: dict, rows: int) -> tuple[int, str]:
 
 
 def _prompts_per_step(value) -> tuple[int, int, int] | None:
-    """(prompts, completions, group) of one generation batch on one process: TRL samples generation_batch_size, else
-    per_device_train_batch_size x steps_per_generation (gradient_accumulation_steps), completions in groups of
+    """(prompts, completions, group) of one generation batch on one process, completions in groups of
     num_generations, each group from one prompt. None when the batch settings are wrong (batch_rules says so)."""
-
-    def count(n) -> bool:
-        return isinstance(n, int) and not isinstance(n, bool) and n > 0
-
-    group, completions = value("num_generations"), value("generation_batch_size")
-    if completions is None:
-        batch, steps = value("per_device_train_batch_size"), value("steps_per_generation") or value("gradient_accumulation_steps")
-        completions = batch * steps if count(batch) and count(steps) else None
-    if not (count(group) and count(completions)) or completions % group:
+    group, completions = value("num_generations"), batch_rules.generation_batch(value)
+    if not (isinstance(group, int) and not isinstance(group, bool) and group > 0) or completions is None or completions % group:
         return None
     return completions // group, completions, group
 

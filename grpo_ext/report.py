@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from grpo_ext import compat, hardware, health, plots, rundir
-from grpo_ext.base import fmt, write_atomic
+from grpo_ext.base import fmt, load_yaml, write_atomic
 
 
 def new_summary(recipe: str, model: str, processes: int) -> dict:
@@ -261,7 +261,11 @@ def finish(run_dir: Path, summary: dict, log=print) -> None:
     write_summary(run_dir, summary)
     name_base_model(run_dir, summary.get("model"), summary.get("recipe"))  # TRL rewrites the card at each checkpoint
     recipe_file = run_dir / "recipe.yaml"
-    run_recipe = (yaml.safe_load(recipe_file.read_text(encoding="utf-8")) if recipe_file.exists() else None) or {}
+    try:  # the report is written for any run that ended, even one whose recipe.yaml was damaged since
+        run_recipe = load_yaml(recipe_file.read_text(encoding="utf-8")) if recipe_file.exists() else None
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        run_recipe = None
+    run_recipe = run_recipe if isinstance(run_recipe, dict) else {}
     records = rundir.read_metrics(run_dir / "metrics.jsonl")
     if records:
         beta = compat.effective(run_recipe.get("training") or {}, "beta")

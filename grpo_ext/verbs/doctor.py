@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from grpo_ext import hardware, health, model_source, rundir
-from grpo_ext.base import kind_of
+from grpo_ext.base import kind_of, load_yaml
 from grpo_ext.errors import RecipeError
 
 PACKAGES = ("grpo_ext", "trl", "transformers", "torch", "peft", "accelerate", "bitsandbytes", "vllm", "deepspeed", "datasets")
@@ -103,7 +103,7 @@ def diagnose(run_dir: str | Path) -> tuple[list[str], bool]:
             f"doctor: {run_dir} holds no summary.json or metrics.jsonl; give a run directory (a recipe's output_dir)"
         )
     summary = _read_mapping(summary_file, json.loads, notes)
-    recipe = _read_mapping(run_dir / "recipe.yaml", yaml.safe_load, notes)
+    recipe = _read_mapping(run_dir / "recipe.yaml", load_yaml, notes)
     try:
         records = rundir.read_metrics(metrics)
     except (OSError, ValueError):  # not UTF-8 text
@@ -156,7 +156,7 @@ def _accelerate_config() -> dict:
     default = Path(os.environ.get("HF_HOME") or Path.home() / ".cache" / "huggingface") / "accelerate" / "default_config.yaml"
     path = Path(os.environ.get("ACCELERATE_CONFIG_FILE") or default)
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return load_yaml(path.read_text(encoding="utf-8")) or {}
     except (OSError, yaml.YAMLError):
         return {}
 

@@ -31,7 +31,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_ext import adapters, advice, algorithms, catalog, compat, console, data, hardware, model_source, shapes
+from grpo_ext import adapters, advice, algorithms, batch_rules, catalog, compat, console, data, hardware, model_source, shapes
 from grpo_ext.base import suggest
 from grpo_ext.errors import RecipeError
 from grpo_ext.recipe import apply_overrides, load, locate, read_yaml, validate
@@ -245,8 +245,7 @@ def estimate(recipe, shape: Shape, prompt_len: int, device: str, launch: Launch 
     def cache(seqs: int) -> int:
         return seqs * seq * shape.layers * 2 * shape.kv_dim * b
 
-    spg = get("steps_per_generation") or get("gradient_accumulation_steps")
-    gen_batch = get("generation_batch_size") or batch * spg
+    gen_batch = batch_rules.generation_batch(get) or 0
     eval_cfg = recipe["eval"]
     eval_batch = eval_cfg["batch_size"] // eval_cfg["samples"] * eval_cfg["samples"] if eval_cfg["enabled"] else 0
     vllm = get("use_vllm") and device == "cuda"

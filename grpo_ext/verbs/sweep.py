@@ -21,7 +21,7 @@ from pathlib import Path
 import yaml
 
 from grpo_ext import console, data, hardware, plots, report, rundir, scoring
-from grpo_ext.base import plural, write_atomic
+from grpo_ext.base import load_yaml, plural, write_atomic
 from grpo_ext.errors import RecipeError
 from grpo_ext.recipe import Recipe, load
 from grpo_ext.verbs import evaluate
@@ -43,7 +43,7 @@ def task_of(portable: dict) -> str:
 def _run_task(run_dir: Path) -> str | None:
     """The task of the run's own recipe (its recipe.yaml), to tell whether its eval before is comparable."""
     try:
-        return task_of(yaml.safe_load((run_dir / "recipe.yaml").read_text(encoding="utf-8")) or {})
+        return task_of(load_yaml((run_dir / "recipe.yaml").read_text(encoding="utf-8")) or {})
     except (OSError, yaml.YAMLError):
         return None
 

@@ -68,8 +68,9 @@ def seed_reward(completions, **kwargs):
 def race_callback(eval_prompts: list, chat: bool, check_every: int, launched: float, record: dict):
     from transformers import TrainerCallback
 
-    from grpo_ext import data, scoring
+    from grpo_ext.results import scoring
     from grpo_ext.rewards.digit import digit_exact
+    from grpo_ext.run import data
 
     rows = [{"prompt": data.format_prompt(p, None, chat)} for p in eval_prompts]
     settings = scoring.Settings(samples=8, max_new_tokens=8, temperature=1.0, batch_size=64, pass_threshold=1.0, seed=0)
@@ -83,7 +84,7 @@ def race_callback(eval_prompts: list, chat: bool, check_every: int, launched: fl
             if record["first_step_at"] is None:
                 record["first_step_at"] = round(time.time() - launched, 2)
             if check_every and state.global_step % check_every == 0:
-                result = scoring.evaluate(model, processing_class, rows, [digit_exact], settings, chat=chat)
+                result = scoring.score_model(model, processing_class, rows, [digit_exact], settings, chat=chat)
                 rate = result["rewards"]["digit_exact"]["pass_rate"]
                 record["checks"].append([state.global_step, rate, round(time.time() - launched, 1)])
                 if rate >= 0.9 and record["solved_at"] is None:
@@ -156,10 +157,11 @@ def plain_trl(config: dict, prompts: list, reward_funcs: list, chat: bool, cb, e
     from transformers import AutoModelForCausalLM, AutoTokenizer
     from trl import GRPOConfig, GRPOTrainer
 
-    from grpo_ext import model_source
+    from grpo_ext.run import model_cache
+    from grpo_ext.settings import model_names
 
     # The same cached checkpoint every contestant starts from.
-    model_dir = model_source.materialize(model_source.resolve("smollm2-135m-instruct", ROOT), log=lambda _m: None)
+    model_dir = model_cache.materialize(model_names.resolve("smollm2-135m-instruct", ROOT), log=lambda _m: None)
     tokenizer = AutoTokenizer.from_pretrained(model_dir)
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
@@ -225,7 +227,7 @@ def main() -> None:
         plain_trl(config, digit["data"]["prompts"], [digit_shaped], True, cb, extra)
     elif args.name == "same":
         import grpo_ext
-        from grpo_ext import hardware, trainer
+        from grpo_ext.run import hardware, trainer
 
         r = grpo_ext.load_recipe("digit")
         kwargs, _, _ = trainer.config_kwargs(r)

@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from seeds import seed_list  # noqa: E402  (benchmarks/seeds.py, beside this file)
 
-from grpo_ext import health, rundir  # noqa: E402
+from grpo_ext.results import watchdog  # noqa: E402
+from grpo_ext.run import rundir  # noqa: E402
 
 
 def train(recipe: str, seed: int, out: Path, overrides: list[str]) -> None:
@@ -56,7 +57,7 @@ def watchdog_cost(records: list[dict], limits: dict) -> float:
     """Seconds per step the watchdog spends, replaying the run's records 20 times."""
     t0 = time.perf_counter()
     for _ in range(20):
-        health.replay(records, limits)
+        watchdog.replay(records, limits)
     return (time.perf_counter() - t0) / 20 / max(len(records), 1)
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from grpo_ext import evalstats  # noqa: E402
+from grpo_ext.results import evalstats
 
 CONCENTRATION = 4.0  # alpha + beta of the per-prompt Beta distribution: prompts differ a lot
 

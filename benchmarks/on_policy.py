@@ -22,7 +22,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grpo_ext import algorithms  # noqa: E402  (the checkout's grpo_ext)
+from grpo_ext.settings import variants  # noqa: E402
 
 
 def steps(folder: Path, name: str, doc: dict) -> list[tuple[float, float]]:
@@ -50,7 +50,7 @@ def main() -> None:
         print(f"{'shipped':<8} " + "  ".join(f"grad {g:.5f} reward {r:.4f}" for g, r in base))
         for name in args.variants.split(","):
             doc = {**shipped, "algorithm": name}
-            doc["training"] = {k: v for k, v in shipped["training"].items() if k not in algorithms.PRESET_KEYS}
+            doc["training"] = {k: v for k, v in shipped["training"].items() if k not in variants.PRESET_KEYS}
             got = steps(folder, name, doc)
             same = all(abs(g - bg) <= 1e-4 * max(bg, 1e-8) and r == br for (g, r), (bg, br) in zip(got, base, strict=True))
             print(

@@ -1,7 +1,7 @@
 """`grpo-ext plan` beside published GPU memory measurements: the plan, the figure, and their ratio.
 
 Each setting is a recipe in benchmarks/plan_check/ (its header names the source); it is planned with no hub
-access (the shapes come from grpo_ext/shapes.py) for its number of GPUs and sharding.
+access (the shapes come from grpo_ext/settings/shapes.py) for its number of GPUs and sharding.
 No published GRPO measurement states every setting, so these are the nearest measured training settings:
 LoRA, QLoRA and full fine-tuning (SFT), single GPU and sharded. Rows the measured run has no counterpart of
 are left out of the plan, and the table says which.
@@ -54,16 +54,16 @@ CHECKS = [
 
 def planned(check: Check) -> float:
     """The plan's peak per process, in GiB, without the rows the measured run has no counterpart of."""
-    from grpo_ext import shapes
     from grpo_ext.recipe import load
-    from grpo_ext.verbs import plan
-    from grpo_ext.verbs.gpu_share import Launch
+    from grpo_ext.run import memory
+    from grpo_ext.run.gpu_share import Launch
+    from grpo_ext.settings import shapes
 
     recipe = load(str(HERE / check.recipe))
     where = shapes.config_fields(recipe["model"]["name"])  # the table, even where a hub cache holds the config
-    shape = plan.model_shape(where)
-    rows = plan.estimate(recipe, shape, plan.prompt_tokens(recipe, where), "cuda", Launch(check.gpus, check.sharding))
-    return plan.total(r for r in rows if r[0] not in check.left_out) / GIB
+    shape = memory.model_shape(where)
+    rows = memory.estimate(recipe, shape, memory.longest_prompt_tokens(recipe, where), "cuda", Launch(check.gpus, check.sharding))
+    return memory.total(r for r in rows if r[0] not in check.left_out) / GIB
 
 
 def ratios() -> list[tuple[Check, float, float]]:
@@ -73,7 +73,7 @@ def ratios() -> list[tuple[Check, float, float]]:
 
 def main() -> None:
     sys.path.insert(0, str(ROOT))
-    from grpo_ext import console
+    from grpo_ext.core import console
 
     console.quiet_third_parties(verbose=False)
     results = ratios()

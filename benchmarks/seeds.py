@@ -12,7 +12,7 @@ first as ``shipped``; the candidates add their overrides to it. Seeds alternate 
 that a slow patch of the machine hits all of them alike. The last lines compare each candidate with the
 shipped recipe: seeds solved, mean pass rate after, and median wall time per run. With ``--keep DIR`` each run
 stays in ``DIR/LABEL/seed-N`` with its log beside it, the layout ``benchmarks/health.py --tally-only`` reads.
-Each share of seeds solved and each mean pass rate has its 95% interval over seeds (``grpo_ext.evalstats``: the
+Each share of seeds solved and each mean pass rate has its 95% interval over seeds (``grpo_ext.results.evalstats``: the
 seed is the unit), and each candidate's per-seed pass rates are compared with the shipped recipe's on the same
 seeds (paired). With ``--log FILE`` each finished run is appended to FILE as it ends, and a benchmark started
 again with the same log (after a crash, or with more seeds) does not run again what is already there; the
@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grpo_ext import evalstats  # noqa: E402
+from grpo_ext.results import evalstats  # noqa: E402
 
 
 def seed_list(text: str) -> list[int]:

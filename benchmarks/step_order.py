@@ -24,8 +24,9 @@ def contestant(order: str, steps: int) -> None:
     sys.path.insert(0, str(ROOT))
     from datasets import Dataset
 
-    from grpo_ext import console, data, hardware, models, trainer
+    from grpo_ext.core import console
     from grpo_ext.recipe import load
+    from grpo_ext.run import data, hardware, models, trainer
 
     console.quiet_third_parties(verbose=False)
     overrides = [f"training.max_steps={steps}", "training.save_strategy='no'", "output_dir=/tmp/grpo_ext_step_order"]

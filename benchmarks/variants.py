@@ -31,7 +31,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grpo_ext import algorithms  # noqa: E402  (the checkout's grpo_ext, not an installed one)
+from grpo_ext.settings import variants  # noqa: E402
 
 TASKS = {"digit": ("recipes/digit.yaml", "digit_exact"), "arith": ("recipes/arith.yaml", "math_accuracy")}
 SOLVED = 0.9
@@ -56,7 +56,7 @@ def variant_recipe(task: str, variant: str, folder: Path) -> Path:
     """The task's shipped recipe for ``variant``: as shipped, or with the preset deciding every key it sets."""
     doc = yaml.safe_load((ROOT / TASKS[task][0]).read_text(encoding="utf-8"))
     if variant != "shipped":
-        doc["training"] = {k: v for k, v in doc["training"].items() if k not in algorithms.PRESET_KEYS}
+        doc["training"] = {k: v for k, v in doc["training"].items() if k not in variants.PRESET_KEYS}
         doc["algorithm"] = variant
     path = folder / f"{task}-{variant}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
@@ -137,7 +137,7 @@ def table(records: list[dict]) -> list[str]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default="digit,arith", help="comma-separated: digit, arith")
-    parser.add_argument("--variants", default=",".join(["shipped", *algorithms.VARIANTS]), help="comma-separated")
+    parser.add_argument("--variants", default=",".join(["shipped", *variants.VARIANTS]), help="comma-separated")
     parser.add_argument("--seeds", type=task_seeds, action="append", default=[], help="TASK=0-2 (default digit=0-2, arith=0-1)")
     parser.add_argument("--log", type=Path, default=ROOT / "runs" / "variants.jsonl", help="each run appended here")
     parser.add_argument("--table-from", type=Path, help="print the table of the runs recorded in this log and exit")
@@ -146,10 +146,10 @@ def main() -> None:
         print("\n".join(table([json.loads(line) for line in args.table_from.read_text().splitlines() if line.strip()])))
         return
     seeds = {"digit": seed_list("0-2"), "arith": seed_list("0-1"), **dict(args.seeds)}
-    variants = args.variants.split(",")
-    unknown = [v for v in variants if v != "shipped" and v not in algorithms.VARIANTS]
+    chosen = args.variants.split(",")
+    unknown = [v for v in chosen if v != "shipped" and v not in variants.VARIANTS]
     if unknown:
-        sys.exit(f"error: --variants: unknown {', '.join(unknown)}; choose from shipped, {', '.join(algorithms.VARIANTS)}")
+        sys.exit(f"error: --variants: unknown {', '.join(unknown)}; choose from shipped, {', '.join(variants.VARIANTS)}")
     args.log.parent.mkdir(parents=True, exist_ok=True)
     done = [json.loads(line) for line in args.log.read_text().splitlines() if line.strip()] if args.log.exists() else []
     done = [r for r in done if "error" not in r]
@@ -157,7 +157,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="grpo-ext-variants-") as tmp:
         for task in args.tasks.split(","):
             for i, seed in enumerate(seeds[task]):
-                for variant in variants if i % 2 == 0 else variants[::-1]:
+                for variant in chosen if i % 2 == 0 else chosen[::-1]:
                     if any((r["task"], r["variant"], r["seed"]) == (task, variant, seed) for r in done):
                         continue
                     r = run_once(task, variant, seed, Path(tmp))

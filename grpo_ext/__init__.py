@@ -20,7 +20,7 @@ From Python::
 Importing this package is cheap: torch, transformers and trl are imported only when a run needs them.
 """
 
-from grpo_ext.errors import RecipeError, RunError
+from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.recipe import Recipe
 from grpo_ext.recipe import load as load_recipe
 from grpo_ext.verbs.doctor import diagnose as doctor

@@ -27,11 +27,14 @@ import shutil
 import sys
 from pathlib import Path
 
-from grpo_ext import algorithms, catalog, compat, rewards, shapes
-from grpo_ext.base import exists, first_line, suggest
-from grpo_ext.errors import RecipeError, RunError
+from grpo_ext import rewards
+from grpo_ext.core import catalog
+from grpo_ext.core.errors import RecipeError, RunError
+from grpo_ext.core.files import exists
+from grpo_ext.core.text import first_line, suggest
 from grpo_ext.recipe import load, parse_override
 from grpo_ext.rewards import registry
+from grpo_ext.settings import compat, shapes, variants
 from grpo_ext.verbs import doctor, evaluate, merge, plan, sweep, train
 
 
@@ -178,9 +181,9 @@ def _counts_tokens(fn) -> bool:
 
 def cmd_algorithms(args) -> None:
     """``grpo-ext algorithms [NAME]``: the GRPO variants a recipe can name, or one variant's settings and why."""
-    if args.name and args.name not in algorithms.VARIANTS:
-        raise RecipeError(f"algorithms: unknown variant {args.name!r}{suggest(args.name, algorithms.VARIANTS)}")
-    print("\n".join(algorithms.details(args.name) if args.name else algorithms.listing()))
+    if args.name and args.name not in variants.VARIANTS:
+        raise RecipeError(f"algorithms: unknown variant {args.name!r}{suggest(args.name, variants.VARIANTS)}")
+    print("\n".join(variants.details(args.name) if args.name else variants.listing()))
 
 
 def cmd_eval(args) -> None:

@@ -1,71 +1,9 @@
-"""A tiny causal LM and tokenizer built locally, for plumbing tests and checks that need no download.
-
-    python -m grpo_ext.tiny DIR      # writes a ~1 MB Llama-shaped model with a chat template to DIR
-
-Weights are random: it trains and generates, it does not answer anything sensibly.
-"""
+"""``python -m grpo_ext.tiny OUT_DIR``: the command that builds the tiny local model; the work is in
+``grpo_ext.testing.tiny``."""
 
 import sys
-from pathlib import Path
 
-CHAT_TEMPLATE = (
-    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-)
-
-CORPUS = [
-    "Reply with only one digit from 0 to 9.",
-    "0 1 2 3 4 5 6 7 8 9",
-    "The answer is 42. #### 42",
-    "<think>short</think><answer>7</answer>",
-    "What is 3 + 4? Seven. 7",
-    "abcdefghijklmnopqrstuvwxyz",
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZ .,:;!?()[]{}<>/\\|-_+=*&^%$#@~'\"",
-]
-
-
-def build(path: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
-    """Write a tiny model and its tokenizer to ``path`` and return it."""
-    import torch
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    path = Path(path)
-    specials = ["<|pad|>", "<|end|>", "<|system|>", "<|user|>", "<|assistant|>"]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(
-        CORPUS * 4,
-        trainers.BpeTrainer(vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()),
-    )
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<|pad|>", eos_token="<|end|>", model_input_names=["input_ids", "attention_mask"]
-    )  # as Llama tokenizers
-    tokenizer.chat_template = CHAT_TEMPLATE
-    torch.manual_seed(seed)
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=hidden,
-        intermediate_size=hidden * 2,
-        num_hidden_layers=layers,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=256,
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        bos_token_id=None,
-        tie_word_embeddings=True,
-    )
-    model = LlamaForCausalLM(config)
-    model.generation_config.pad_token_id = tokenizer.pad_token_id
-    model.generation_config.eos_token_id = tokenizer.eos_token_id
-    model.save_pretrained(path)
-    tokenizer.save_pretrained(path)
-    return path
-
+from grpo_ext.testing.tiny import main
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        raise SystemExit("usage: python -m grpo_ext.tiny DIR")
-    print(build(sys.argv[1]))
+    sys.exit(main())

@@ -2,7 +2,7 @@
 
 For each row: a plain venv under .compat/venvs/ (kept and reused while its pins match), pip install of
 torch==2.13.0 (the CPU build), the row's trl and transformers, and grpo_ext with its test extras; then
-the field table (grpo_ext/trl_fields/<trl>.json), the compatibility tests (tests/test_compat.py), a
+the field table (grpo_ext/settings/trl_fields/<trl>.json), the compatibility tests (tests/test_compat.py), a
 2-step training of the tiny local model through `grpo-ext train`, 2 steps of the real model from the
 shared cache (~/.cache/grpo_ext; each transformers family converts its own entry), and dry runs of the digit
 recipe and of the digit recipe with `algorithm: dr_grpo` deciding its variant keys, whose effective values must
@@ -27,7 +27,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grpo_ext import algorithms  # noqa: E402  (the checkout's grpo_ext)
+from grpo_ext.settings import variants  # noqa: E402
 
 # A variant every supported TRL has: its dry run must mean the same on every row.
 ALGORITHM = "dr_grpo"
@@ -109,7 +109,7 @@ def dry_run_values(output: str) -> dict[str, str]:
 def algorithm_recipe(folder: Path) -> Path:
     """The digit recipe with the keys a preset sets left to ``algorithm: ALGORITHM``."""
     doc = yaml.safe_load((ROOT / "recipes" / "digit.yaml").read_text())
-    doc["training"] = {k: v for k, v in doc["training"].items() if k not in algorithms.PRESET_KEYS}
+    doc["training"] = {k: v for k, v in doc["training"].items() if k not in variants.PRESET_KEYS}
     doc["algorithm"] = ALGORITHM
     path = folder / f"digit-{ALGORITHM}.yaml"
     path.write_text(yaml.safe_dump(doc, sort_keys=False))

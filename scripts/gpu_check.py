@@ -32,7 +32,7 @@ def main() -> int:
     import torch
 
     import grpo_ext
-    from grpo_ext.verbs import plan
+    from grpo_ext.run import memory
 
     if args.device == "cuda" and not torch.cuda.is_available():
         print(f"{args.recipe}: no CUDA device; pass --device cpu to check the script on a CPU", file=sys.stderr)
@@ -47,9 +47,9 @@ def main() -> int:
         overrides += ["model.dtype=bfloat16", "training.bf16=true"]
     try:
         recipe = grpo_ext.load_recipe(args.recipe, overrides)
-        folder = plan.config_source(recipe["model"], recipe.base_dir)
-        rows = plan.estimate(recipe, plan.model_shape(folder), plan.prompt_tokens(recipe, folder), args.device)
-        estimate = plan.total(rows)
+        folder = memory.config_source(recipe["model"], recipe.base_dir)
+        rows = memory.estimate(recipe, memory.model_shape(folder), memory.longest_prompt_tokens(recipe, folder), args.device)
+        estimate = memory.total(rows)
         grpo_ext.train(recipe)
     except grpo_ext.RecipeError as exc:
         print("\n".join(exc.lines()), file=sys.stderr)

@@ -20,7 +20,7 @@ import importlib.metadata as md, torch
 gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "no CUDA device"
 print(f"gpu_check: {gpu}; torch {torch.__version__}, trl {md.version('trl')}, peft {md.version('peft')}, bitsandbytes {md.version('bitsandbytes')}")
 PY
-"$PY" -c "from grpo_ext import model_source as m; m.materialize(m.resolve('smollm2-135m-instruct', __import__('pathlib').Path('.')), log=lambda _: None)"
+"$PY" -c "from grpo_ext.run import model_cache; from grpo_ext.settings import model_names; model_cache.materialize(model_names.resolve('smollm2-135m-instruct', __import__('pathlib').Path('.')), log=lambda _: None)"
 status=0
 for recipe in ${GPU_CHECK_RECIPES:-digit digit-lora digit-qlora}; do
   name=$(basename "$recipe" .yaml)

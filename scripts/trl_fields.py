@@ -1,4 +1,4 @@
-"""Write grpo_ext/trl_fields/<trl version>.json: every GRPOConfig field of the installed TRL, with its
+"""Write grpo_ext/settings/trl_fields/<trl version>.json: every GRPOConfig field of the installed TRL, with its
 accepted value kinds and its default.
 
 The recipe validator reads these tables so it can check `training:` keys without importing TRL or torch;
@@ -56,7 +56,7 @@ def default(field: dataclasses.Field):
 
 def main() -> None:
     table = {f.name: {"kinds": kinds(f.type), "default": default(f)} for f in dataclasses.fields(GRPOConfig)}
-    default_out = Path(__file__).resolve().parents[1] / "grpo_ext" / "trl_fields" / f"{trl.__version__}.json"
+    default_out = Path(__file__).resolve().parents[1] / "grpo_ext" / "settings" / "trl_fields" / f"{trl.__version__}.json"
     out = Path(sys.argv[1]) if len(sys.argv) > 1 else default_out
     out.parent.mkdir(parents=True, exist_ok=True)
     doc = {"trl": trl.__version__, "transformers": transformers.__version__, "fields": table}

@@ -15,7 +15,7 @@ sys.path.insert(0, str(ROOT))
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     """A tiny random Llama model with a chat template, built locally (no download)."""
-    from grpo_ext import tiny
+    from grpo_ext.testing import tiny
 
     return tiny.build(tmp_path_factory.mktemp("tiny") / "model")
 

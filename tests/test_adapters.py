@@ -8,7 +8,9 @@ import sys
 import pytest
 import yaml
 
-from grpo_ext import adapters, cli, models
+from grpo_ext import cli
+from grpo_ext.run import models
+from grpo_ext.settings import adapters
 from grpo_ext.verbs import merge
 from tests.test_recipe import ROOT, mutate
 
@@ -86,7 +88,7 @@ def test_lora_recipe_validates_without_torch(digit_doc, write_recipe):
 @pytest.fixture(scope="module")
 def tiny64(tmp_path_factory):
     """A tiny model wide enough for bitsandbytes' 64-value 4-bit blocks."""
-    from grpo_ext import tiny
+    from grpo_ext.testing import tiny
 
     return tiny.build(tmp_path_factory.mktemp("tiny64") / "model", hidden=64)
 

@@ -7,9 +7,11 @@ import pytest
 import yaml
 from packaging.version import Version
 
-from grpo_ext import advice, algorithms, cli, compat, trainer
-from grpo_ext.errors import RecipeError
+from grpo_ext import cli
+from grpo_ext.core.errors import RecipeError
 from grpo_ext.recipe import validate
+from grpo_ext.run import trainer
+from grpo_ext.settings import advice, compat, variants
 from grpo_ext.verbs import train
 
 OLDEST, NEWEST = "0.19.1", "1.16.0"  # the rows CI runs
@@ -17,7 +19,7 @@ OLDEST, NEWEST = "0.19.1", "1.16.0"  # the rows CI runs
 
 def bare_digit(digit_doc: dict, **top) -> dict:
     """The digit recipe without the training keys a preset sets, so that the preset decides them."""
-    digit_doc["training"] = {k: v for k, v in digit_doc["training"].items() if k not in algorithms.PRESET_KEYS}
+    digit_doc["training"] = {k: v for k, v in digit_doc["training"].items() if k not in variants.PRESET_KEYS}
     digit_doc.update(top)
     return digit_doc
 
@@ -62,15 +64,15 @@ def bare_digit(digit_doc: dict, **top) -> dict:
 )
 def test_preset_on_oldest_and_newest_trl(name, trl, expected, digit_doc):
     training = bare_digit(digit_doc)["training"]
-    out, origins, problems = algorithms.expand(name, training, Version(trl))
+    out, origins, problems = variants.expand(name, training, Version(trl))
     if isinstance(expected, str):
         assert len(problems) == 1 and expected in problems[0]
-        assert f"run: pip install -U 'trl>={algorithms.needs(name)}'" in problems[0]
+        assert f"run: pip install -U 'trl>={variants.needs(name)}'" in problems[0]
         return
     assert problems == [] and compat.check_training(out, Version(trl)) == []
     kwargs, _, _ = compat.translate(out, Version(trl))
     assert {k: kwargs[k] for k in expected} == expected
-    assert set(origins) == set(algorithms.VARIANTS[name].settings)
+    assert set(origins) == set(variants.VARIANTS[name].settings)
     assert set(origins.values()) == {f"algorithm: {name}"}
 
 
@@ -150,7 +152,7 @@ def test_algorithms_command_lists_every_variant(capsys, monkeypatch):
     monkeypatch.setattr(compat, "trl_version", lambda: Version(OLDEST))
     assert cli.main(["algorithms"]) == 0
     out = capsys.readouterr().out
-    for name in algorithms.VARIANTS:
+    for name in variants.VARIANTS:
         assert f"\n  {name} " in out
     assert "sets loss_type='dr_grpo', scale_rewards='none', beta=0.0" in out  # usable on 0.19
     assert "needs trl>=0.26 (installed 0.19.1); would set loss_type='cispo'" in out  # not usable there
@@ -158,17 +160,17 @@ def test_algorithms_command_lists_every_variant(capsys, monkeypatch):
     assert "dynamic sampling (re-sampling groups whose rewards have zero spread) is in no TRL" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name", list(algorithms.VARIANTS))
+@pytest.mark.parametrize("name", list(variants.VARIANTS))
 def test_every_preset_builds_the_installed_grpo_config(name, digit_doc, tmp_path):
     """The installed TRL's own GRPOConfig accepts each usable preset (real field set, no table)."""
-    if compat.trl_version() < Version(algorithms.needs(name)):
+    if compat.trl_version() < Version(variants.needs(name)):
         pytest.skip(f"trl {compat.trl_version()} is older than {name} needs; test_preset_on_oldest_and_newest_trl covers it")
     from trl import GRPOConfig
 
     recipe = validate(bare_digit(digit_doc, algorithm=name, output_dir=str(tmp_path)))
     kwargs, _, _ = trainer.config_kwargs(recipe, present=trainer.config_fields())
     config = GRPOConfig(**kwargs, use_cpu=True, bf16=False)
-    for key, (value, _) in algorithms.VARIANTS[name].settings.items():
+    for key, (value, _) in variants.VARIANTS[name].settings.items():
         assert compat.canonical(key, getattr(config, key)) == value
 
 

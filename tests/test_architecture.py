@@ -1,8 +1,7 @@
-"""The package's layers, read from its own imports: each module imports only its own layer and those below,
-there is no import cycle, and every import of the package's own modules sits at the top of its file.
-
-The layers (README, Architecture): 1 base helpers → 2 settings checks → 3 recipe → 4 run parts → 5 verbs →
-6 front door. A new module is placed here, in the one list of layers.
+"""The package's layers, read from its own imports. Each folder of ``grpo_ext`` is one layer, and this table is the one
+list of them (CONTRIBUTING.md shows the tree): a module imports its own folder and the folders of lower layers,
+never a higher one nor another folder of its own layer; there is no import cycle; and every import of the
+package's own modules sits at the top of its file. A new module goes into the folder of its layer.
 """
 
 import ast
@@ -12,39 +11,23 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "grpo_ext"
 
-LAYERS: dict[int, list[str]] = {
-    1: ["errors", "base", "console", "catalog", "shapes", "batch_rules", "advice", "tiny", "evalstats"],  # stdlib (and yaml) only
-    2: [
-        "compat",
-        "algorithms",
-        "adapters",
-        "model_source",
-        "generators",
-        "datafiles",
-        "trackers",
-        "rewards",
-        "output_dir",
-    ],  # settings
-    3: ["recipe"],  # schema, load, overrides, validate
-    4: [
-        "hardware",
-        "launch",
-        "models",
-        "data",
-        "trainer",
-        "scoring",
-        "rundir",
-        "progress",
-        "report",
-        "plots",
-        "health",
-        "preflight",
-        "explore",
-    ],  # run parts
-    5: ["verbs"],  # train, evaluate, merge, plan: one function each
-    6: ["cli", "train", "__main__", "__init__"],  # the front door: one parser; `python -m grpo_ext.train` a shim
+LAYERS: dict[str, int] = {
+    "core": 1,  # errors, words for messages, value kinds, bounded YAML, files, console, catalog: stdlib and yaml only
+    "testing": 1,  # the tiny local model
+    "settings": 2,  # what a recipe's values mean: version tables, batch rules, variants, adapters, model names, ...
+    "rewards": 3,  # the reward registry, the built-in rewards and the guard around every reward
+    "recipe": 4,  # schema, read, overrides, validate, load
+    "run": 5,  # hardware, launch, models and their cache, data, trainer, run directory, progress, memory model
+    "results": 6,  # scoring, eval statistics, pre-flight, watchdog, report, plots
+    "verbs": 7,  # what a person runs: train, eval, merge, plan, doctor, sweep
+    "": 8,  # the front door, grpo_ext/*.py: the package's API, the command-line parser, `python -m` shims
 }
-LAYER_OF = {name: layer for layer, names in LAYERS.items() for name in names}
+
+
+def folder(module: str) -> str:
+    """``grpo_ext.run.data`` -> ``run``; a module at the top of the package -> ``""``."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 2 or (len(parts) == 2 and (PACKAGE / parts[1]).is_dir()) else ""
 
 
 def module_name(path: Path) -> str:
@@ -53,9 +36,8 @@ def module_name(path: Path) -> str:
 
 
 def layer(module: str) -> int:
-    """A module's layer by its top-level name under grpo_ext (a subpackage shares its layer)."""
-    parts = module.split(".")
-    return LAYER_OF["__init__" if len(parts) == 1 else parts[1]]
+    """A module's layer: its folder's."""
+    return LAYERS[folder(module)]
 
 
 def is_module(dotted: str) -> bool:
@@ -81,14 +63,27 @@ MODULES = {module_name(p): ast.parse(p.read_text(encoding="utf-8")) for p in sor
 GRAPH = {name: {target for target, _, _ in own_imports(tree) if target != name} for name, tree in MODULES.items()}
 
 
-@pytest.mark.parametrize("module", sorted(MODULES))
-def test_every_module_has_a_layer(module):
-    assert module.split(".")[1] in LAYER_OF if "." in module else True, f"{module}: add it to LAYERS in this file"
+def test_every_folder_is_a_layer():
+    folders = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    assert sorted(f for f in LAYERS if f) == folders, "a folder of grpo_ext with no layer, or a layer with no folder"
+
+
+@pytest.mark.parametrize("name", [f for f in LAYERS if f])
+def test_every_folder_opens_with_its_layer(name):
+    """Each folder's __init__ docstring names its layer, so that a reader learns it without opening this file."""
+    doc = ast.get_docstring(ast.parse((PACKAGE / name / "__init__.py").read_text(encoding="utf-8"))) or ""
+    assert doc.startswith(f"Layer {LAYERS[name]}, {name}: "), f"grpo_ext/{name}/__init__.py: {doc[:50]!r}"
+
+
+def test_verbs_are_what_the_command_line_runs():
+    """Every module in verbs/ is a command the parser calls; a helper two verbs share belongs to a lower layer."""
+    verbs = {m for m in MODULES if folder(m) == "verbs" and m != "grpo_ext.verbs"}
+    assert verbs and verbs <= GRAPH["grpo_ext.cli"], f"not run by cli.py: {sorted(verbs - GRAPH['grpo_ext.cli'])}"
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
 def test_imports_only_go_down(module):
-    up = sorted(t for t in GRAPH[module] if layer(t) > layer(module))
+    up = sorted(t for t in GRAPH[module] if folder(t) != folder(module) and layer(t) >= layer(module))
     assert not up, f"{module} (layer {layer(module)}) imports {', '.join(f'{t} (layer {layer(t)})' for t in up)}"
 
 
@@ -123,4 +118,4 @@ def test_the_checks_see_a_violation():
     """The checks above read real imports: an upward import in a made-up module is caught."""
     tree = ast.parse("import json\n\ndef f():\n    from grpo_ext import cli\n")
     ((target, _, at_top),) = own_imports(tree)
-    assert target == "grpo_ext.cli" and not at_top and layer(target) > layer("grpo_ext.base")
+    assert target == "grpo_ext.cli" and not at_top and layer(target) > layer("grpo_ext.core.text")

@@ -4,10 +4,11 @@ import doctest
 
 import pytest
 
-from grpo_ext import base, recipe
+from grpo_ext.core import files, text, values, yaml_io
+from grpo_ext.recipe import changes
 
 
-@pytest.mark.parametrize("module", [base, recipe])
+@pytest.mark.parametrize("module", [text, values, yaml_io, changes])
 def test_docstring_examples(module):
     result = doctest.testmod(module)
     assert result.attempted > 0 and result.failed == 0
@@ -28,13 +29,13 @@ def test_docstring_examples(module):
     ],
 )
 def test_duplicate_keys(text, expected):
-    assert base.duplicate_keys(text) == expected
+    assert yaml_io.duplicate_keys(text) == expected
 
 
 def test_write_atomic_leaves_old_or_new(tmp_path, monkeypatch):
     path = tmp_path / "summary.json"
-    base.write_atomic(path, "old")
-    monkeypatch.setattr(base.os, "replace", lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))  # killed before the rename
+    files.write_atomic(path, "old")
+    monkeypatch.setattr(files.os, "replace", lambda *_: (_ for _ in ()).throw(KeyboardInterrupt))  # killed before the rename
     with pytest.raises(KeyboardInterrupt):
-        base.write_atomic(path, "new")
+        files.write_atomic(path, "new")
     assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["summary.json"]  # no temporary left

@@ -2,7 +2,8 @@
 
 import pytest
 
-from grpo_ext import compat, trainer
+from grpo_ext.run import trainer
+from grpo_ext.settings import compat
 
 BASE = {"num_generations": 4, "per_device_train_batch_size": 8, "max_steps": 2, "max_completion_length": 8}
 

@@ -3,7 +3,7 @@
 import importlib.util
 import re
 
-from grpo_ext import generators
+from grpo_ext.settings import generators
 from tests.test_benchmark_seeds import bench
 from tests.test_recipe import ROOT
 

@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from grpo_ext import cli
-from grpo_ext.base import clip, shown, write_atomic
+from grpo_ext.core.files import write_atomic
+from grpo_ext.core.text import clip, shown
 from tests.conftest import ROOT
 
 DIGIT = ROOT / "recipes" / "digit.yaml"

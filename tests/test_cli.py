@@ -5,7 +5,8 @@ import re
 import pytest
 import yaml
 
-from grpo_ext import catalog, cli
+from grpo_ext import cli
+from grpo_ext.core import catalog
 
 
 def test_ls_lists_recipes_rewards_and_models(capsys):

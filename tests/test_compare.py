@@ -6,7 +6,8 @@ import shutil
 import pytest
 import yaml
 
-from grpo_ext import cli, report
+from grpo_ext import cli
+from grpo_ext.results import report
 from grpo_ext.verbs import evaluate as compare
 
 

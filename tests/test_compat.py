@@ -8,9 +8,11 @@ import pytest
 import yaml
 from packaging.version import Version
 
-from grpo_ext import cli, compat, hardware, trainer
-from grpo_ext.errors import RunError
+from grpo_ext import cli
+from grpo_ext.core.errors import RunError
 from grpo_ext.rewards.guard import Guarded
+from grpo_ext.run import hardware, trainer
+from grpo_ext.settings import compat
 
 ROOT = Path(__file__).resolve().parents[1]
 OLD = {"max_prompt_length", "use_liger_loss", "vllm_guided_decoding_regex", "use_liger_kernel", "scale_rewards", "beta"}
@@ -208,8 +210,8 @@ SEED_TRAINING = {
 def test_seed_config_loads_from_a_recipe(tiny_model, digit_doc, tmp_path, no_hub):
     """The seed tutorial's GRPOConfig (max_prompt_length=256, the tokenizer as processing_class) loads from a
     recipe on the installed TRL: at most one announcement per translated key, and a trainer is built."""
-    from grpo_ext import models
     from grpo_ext.recipe import load
+    from grpo_ext.run import models
 
     doc = {**digit_doc, "training": SEED_TRAINING, "output_dir": str(tmp_path / "seed")}
     doc["model"]["name"] = str(tiny_model)

@@ -47,7 +47,7 @@ def test_deepspeed_stage(name, key, value):
 @pytest.mark.parametrize("path", sorted([*(ROOT / "configs").glob("*.yaml"), *(ROOT / "recipes").rglob("*.yaml")]))
 def test_no_shipped_yaml_gives_a_key_twice(path):
     """accelerate and PyYAML keep the last of two equal keys without a word; the shipped files have none."""
-    from grpo_ext.base import duplicate_keys
+    from grpo_ext.core.yaml_io import duplicate_keys
 
     assert duplicate_keys(path.read_text(encoding="utf-8")) == []
 

@@ -13,7 +13,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grpo_ext import cli, data, datafiles, recipe, trainer
+from grpo_ext import cli, recipe
+from grpo_ext.core.errors import RecipeError
+from grpo_ext.run import data, trainer
+from grpo_ext.settings import datafiles
 from tests.conftest import ROOT, tiny_doc
 
 QUESTIONS = [(f"Reply with the digit {d}.", str(d)) for d in range(10)]
@@ -138,7 +141,7 @@ def test_held_out_rows_are_never_trained_on_and_follow_the_seed(tmp_path):
 )
 def test_one_source_of_eval_rows(section, expected, tmp_path):
     jsonl(tmp_path / "d.jsonl", [{"prompt": q, "answer": a} for q, a in QUESTIONS])
-    with pytest.raises(recipe.RecipeError, match=expected):
+    with pytest.raises(RecipeError, match=expected):
         recipe.validate({**_minimal(), "data": section}, tmp_path / "r.yaml")
 
 
@@ -282,7 +285,7 @@ def test_max_prompt_length_drops_long_prompts_and_never_cuts(tiny_model):
     train, evals, longest, notes = data.fit_prompts(Dataset.from_list([{"prompt": p} for p in prompts]), [], limit, tok)
     assert sorted(r["prompt"] for r in train) == sorted(p for p, n in zip(prompts, lengths, strict=True) if n <= limit)
     assert longest == limit and "dropped 1 of 4 training prompts" in notes[1] and notes[0].startswith("prompt tokens: min")
-    with pytest.raises(recipe.RecipeError, match="every training prompt is longer than 1 tokens"):
+    with pytest.raises(RecipeError, match="every training prompt is longer than 1 tokens"):
         data.fit_prompts(Dataset.from_list([{"prompt": p} for p in prompts[1:]]), [], 1, tok)
 
 
@@ -308,7 +311,7 @@ def test_prompt_and_completion_must_fit_the_model_context(limit, completion, con
     if error is None:
         data.fit_prompts(rows, [], limit, tok, context, completion)
     else:
-        with pytest.raises(recipe.RecipeError, match=re.escape(error)):
+        with pytest.raises(RecipeError, match=re.escape(error)):
             data.fit_prompts(rows, [], limit, tok, context, completion)
 
 

@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 import grpo_ext
-from grpo_ext import cli, rundir
+from grpo_ext import cli
+from grpo_ext.run import rundir
 from tests.conftest import tiny_doc
 
 

@@ -2,8 +2,9 @@
 
 import pytest
 
-from grpo_ext import recipe, report, scoring
-from grpo_ext.errors import RecipeError
+from grpo_ext import recipe
+from grpo_ext.core.errors import RecipeError
+from grpo_ext.results import report, scoring
 
 
 @pytest.mark.parametrize(

@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from grpo_ext import evalstats, scoring
-from grpo_ext.evalstats import Estimate
+from grpo_ext.results import evalstats, scoring
+from grpo_ext.results.evalstats import Estimate
 
 
 def test_docstring_examples():

@@ -7,8 +7,9 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
-from grpo_ext import cli, explore, recipe
-from grpo_ext.errors import RecipeError, RunError
+from grpo_ext import cli, recipe
+from grpo_ext.core.errors import RecipeError, RunError
+from grpo_ext.run import explore
 from tests.conftest import tiny_doc
 
 CASES = [

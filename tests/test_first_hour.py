@@ -335,7 +335,7 @@ def test_friction_f_model_card_names_base_model(tiny_model, digit_doc, tmp_path,
 
 
 def test_defect_3_eval_scores_length_rewards_in_tokens():
-    from grpo_ext import scoring
+    from grpo_ext.results import scoring
     from grpo_ext.rewards import build, guard_all
 
     entry = {"name": "overlong_penalty", "args": {"max_length": 16, "soft_margin": 4}, "on_error": "fail", "timeout": None}
@@ -394,7 +394,7 @@ def test_sample_returns_texts_and_completion_ids(tiny_model):
     """Three prompts x two samples: the texts and, alongside, TRL's completion_ids (ending at the first end token)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from grpo_ext import scoring
+    from grpo_ext.results import scoring
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     tokenizer.padding_side = "left"
@@ -422,7 +422,7 @@ def test_sample_returns_texts_and_completion_ids(tiny_model):
     ],
 )
 def test_gradient_checkpointing_chosen_by_hardware_and_size(has_cuda, params, expected):
-    from grpo_ext import hardware
+    from grpo_ext.run import hardware
 
     assert hardware.checkpointing_choice(has_cuda, params)[0] is expected
 

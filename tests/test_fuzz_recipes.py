@@ -19,7 +19,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from grpo_ext import base, batch_rules, cli, compat, recipe, rewards
+from grpo_ext import cli, recipe, rewards
+from grpo_ext.core import yaml_io
+from grpo_ext.settings import batch_rules, compat
 from tests.conftest import beside_torch_import
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -251,16 +253,16 @@ def past_a_bound(draw):
         return changed(("seed",), seed), "seed: must be at"
     if kind == "integer":
         numbered = [i for i, line in enumerate(lines) if re.match(r"^\s*[a-z_]+: +\d+(\s|$)", line)]  # integers, not 3.0e-5
-        i, digits = draw(st.sampled_from(numbered)), draw(st.integers(base.MAX_INT_DIGITS + 1, 20_000))
+        i, digits = draw(st.sampled_from(numbered)), draw(st.integers(yaml_io.MAX_INT_DIGITS + 1, 20_000))
         lines[i] = re.sub(r"(: +)\d+", lambda m: m.group(1) + "7" * digits, lines[i], count=1)
         return "\n".join(lines).encode(), f"an integer of {digits} digits"
     if kind == "depth":
-        depth = draw(st.integers(base.MAX_YAML_DEPTH + 1, 2000))
+        depth = draw(st.integers(yaml_io.MAX_YAML_DEPTH + 1, 2000))
         value = draw(st.sampled_from(["[" * depth + "]" * depth, "{a: " * depth + "1" + "}" * depth]))
-        fragment = f"nested more than {base.MAX_YAML_DEPTH} levels deep"
+        fragment = f"nested more than {yaml_io.MAX_YAML_DEPTH} levels deep"
     else:  # each level a list of `fan` aliases of the one before, enough levels to pass the bound
         fan = draw(st.integers(2, 12))
-        levels = draw(st.integers(1, 3)) + next(n for n in range(1, 64) if fan**n > base.MAX_YAML_VALUES)
+        levels = draw(st.integers(1, 3)) + next(n for n in range(1, 64) if fan**n > yaml_io.MAX_YAML_VALUES)
         anchors = [f"&l0 [{', '.join(['lol'] * fan)}]"]
         anchors += [f"&l{n} [{', '.join([f'*l{n - 1}'] * fan)}]" for n in range(1, levels)]
         value, fragment = f"[{', '.join(anchors)}]", "its aliases expand to more than"

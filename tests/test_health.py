@@ -9,8 +9,8 @@ import pytest
 import yaml
 from conftest import tiny_doc
 
-from grpo_ext import health, preflight
-from grpo_ext.errors import RunError
+from grpo_ext.core.errors import RunError
+from grpo_ext.results import preflight, watchdog
 from grpo_ext.verbs import doctor
 
 
@@ -137,7 +137,7 @@ WATCHDOG_CASES = [
 
 @pytest.mark.parametrize(("records", "expected"), WATCHDOG_CASES)
 def test_watchdog_rules(records, expected):
-    dog = health.Watchdog(pass_thresholds={"digit_shaped": 1.0})
+    dog = watchdog.Watchdog(pass_thresholds={"digit_shaped": 1.0})
     fired = [(f.rule, f.step) for record in records for f in dog.update(record)]
     assert fired == expected
     for finding in dog.findings:
@@ -146,21 +146,21 @@ def test_watchdog_rules(records, expected):
 
 
 def test_each_rule_fires_once():
-    dog = health.replay(stream(30, frac_reward_zero_std=1.0, entropy=1.0, **FAILING))
+    dog = watchdog.replay(stream(30, frac_reward_zero_std=1.0, entropy=1.0, **FAILING))
     assert [f.rule for f in dog.findings] == ["no_signal", "reward_flat"]  # flat also after 8 steps; each once in 30
-    assert health.verdict(dog.findings)["status"] == "unhealthy"
+    assert watchdog.verdict(dog.findings)["status"] == "unhealthy"
 
 
 def test_recipe_thresholds_change_the_rules():
     records = stream(3, frac_reward_zero_std=1.0, **FAILING)
-    assert [f.rule for f in health.replay(records, {"no_signal_steps": 3}).findings] == ["no_signal"]
-    assert health.replay(records).findings == []
+    assert [f.rule for f in watchdog.replay(records, {"no_signal_steps": 3}).findings] == ["no_signal"]
+    assert watchdog.replay(records).findings == []
 
 
 def test_note_is_not_a_problem():
-    dog = health.replay(stream(1, frac_reward_zero_std=0.0, **{**FAILING, "loss": 0.0}))
+    dog = watchdog.replay(stream(1, frac_reward_zero_std=0.0, **{**FAILING, "loss": 0.0}))
     assert [f.severity for f in dog.findings] == ["note"] and dog.problems == []
-    assert health.verdict(dog.findings)["status"] == "healthy"
+    assert watchdog.verdict(dog.findings)["status"] == "healthy"
 
 
 def scores(groups: list[list]) -> list:
@@ -221,7 +221,7 @@ def test_preflight_strict_reward_words():
 
 def test_preflight_samples_with_training_generation_settings(monkeypatch):
     """The pre-flight samples as training will: its temperature, length, group size and generation_kwargs."""
-    from grpo_ext import scoring
+    from grpo_ext.results import scoring
 
     seen = []
 
@@ -237,7 +237,7 @@ def test_preflight_samples_with_training_generation_settings(monkeypatch):
     reward = lambda completions, **kw: [1.0] * len(completions)  # noqa: E731
     reward.__name__ = "one"
     stats, _, _ = preflight.sample_and_score(
-        None, None, [{"prompt": "p"}], [reward], [1.0], training, base, chat=False, limits=health.LIMITS
+        None, None, [{"prompt": "p"}], [reward], [1.0], training, base, chat=False, limits=watchdog.LIMITS
     )
     (s,) = seen
     assert (s.samples, s.temperature, s.max_new_tokens, s.seed) == (4, 0.7, 5, 3)
@@ -378,7 +378,7 @@ def test_recipe_health_section(overrides, error):
 
     if error is None:
         recipe = load_recipe("digit", overrides)
-        assert set(recipe["health"]) == set(health.LIMITS) | {"preflight", "on_problem"}
+        assert set(recipe["health"]) == set(watchdog.LIMITS) | {"preflight", "on_problem"}
         return
     with pytest.raises(RecipeError) as info:
         load_recipe("digit", overrides)
@@ -386,7 +386,7 @@ def test_recipe_health_section(overrides, error):
 
 
 def test_curves_mark_warnings_only():
-    from grpo_ext import plots
+    from grpo_ext.results import plots
 
     records = [
         {"step": 1, "reward": 0.1},

@@ -56,7 +56,7 @@ def test_close_ends_the_process_group(monkeypatch):
     """launch.close destroys an initialized gloo group (one process here) and is a no-op without one."""
     import torch.distributed as dist
 
-    from grpo_ext import launch as grpo_launch
+    from grpo_ext.run import launch as grpo_launch
 
     grpo_launch.close(completed=True)  # nothing initialized: nothing to do
     monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")

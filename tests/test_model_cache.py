@@ -16,14 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from grpo_ext import compat, model_source
+from grpo_ext.run import model_cache
+from grpo_ext.settings import compat, model_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
 DRIVER = """
 import sys, time, shutil
 from pathlib import Path
-from grpo_ext import model_source
+from grpo_ext.run import model_cache
+from grpo_ext.settings import model_names
 
 tiny, log, pause = Path(sys.argv[1]), Path(sys.argv[2]), float(sys.argv[3])
 
@@ -38,8 +40,8 @@ def convert(gguf, dest):
         shutil.copy(item, dest / item.name)
         time.sleep(pause)  # slow, so that the other process arrives, or a kill lands, midway
 
-model_source._fetch_gguf, model_source._convert_gguf = fetch, convert
-print(model_source.materialize(model_source.resolve("smollm2-135m-instruct", Path(".")), log=lambda _m: None))
+model_cache._fetch_gguf, model_cache._convert_gguf = fetch, convert
+print(model_cache.materialize(model_names.resolve("smollm2-135m-instruct", Path(".")), log=lambda _m: None))
 """
 
 
@@ -64,7 +66,7 @@ def test_two_first_runs_at_once_convert_once(tiny_model, tmp_path):
     folder = Path(folders.pop())
     assert log.read_text() == "convert\n"  # converted once; the second waited and read it
     assert folder.name == f"transformers-{compat.transformers_version().major}"
-    assert (folder / model_source.READY).exists() and json.loads((folder / "config.json").read_text())
+    assert (folder / model_names.READY).exists() and json.loads((folder / "config.json").read_text())
 
 
 def test_a_conversion_killed_midway_is_never_taken_for_complete(tiny_model, tmp_path):
@@ -76,37 +78,37 @@ def test_a_conversion_killed_midway_is_never_taken_for_complete(tiny_model, tmp_
     time.sleep(0.5)  # inside the copy
     proc.send_signal(signal.SIGKILL)
     proc.communicate()
-    source = model_source.resolve("smollm2-135m-instruct", Path("."))
+    source = model_names.resolve("smollm2-135m-instruct", Path("."))
     os.environ["GRPO_EXT_CACHE"] = str(cache)
     try:
-        assert not model_source.is_cached(source)  # the partial folder is not the entry
+        assert not model_names.is_cached(source)  # the partial folder is not the entry
         again = start(tiny_model, cache, log, 0.0)
         out, err = again.communicate(timeout=120)
         assert again.returncode == 0, err[-1000:]
-        assert log.read_text() == "convert\nconvert\n" and model_source.is_cached(source)
+        assert log.read_text() == "convert\nconvert\n" and model_names.is_cached(source)
         assert not list(Path(out.strip()).parent.glob("*.partial"))
     finally:
         del os.environ["GRPO_EXT_CACHE"]
 
 
 def test_an_unreadable_cached_checkpoint_is_converted_again(tiny_model, tmp_path, monkeypatch):
-    from grpo_ext import models
+    from grpo_ext.run import models
 
     monkeypatch.setenv("GRPO_EXT_CACHE", str(tmp_path / "cache"))
-    source = model_source.resolve("smollm2-135m-instruct", Path("."))
-    ckpt = model_source.checkpoint_dir(source)
+    source = model_names.resolve("smollm2-135m-instruct", Path("."))
+    ckpt = model_names.checkpoint_dir(source)
     shutil.copytree(tiny_model, ckpt)
-    (ckpt / model_source.READY).write_text("converted\n")
+    (ckpt / model_names.READY).write_text("converted\n")
     (ckpt / "config.json").write_text('{"model_type": "llama", "hidden_size":')  # cut short, or edited by hand
     converted = []
 
     def publish(dest, gguf):
         converted.append(dest)
         shutil.copytree(tiny_model, dest)
-        (dest / model_source.READY).write_text("converted\n")
+        (dest / model_names.READY).write_text("converted\n")
 
-    monkeypatch.setattr(model_source, "_publish", publish)
-    monkeypatch.setattr(model_source, "_fetch_gguf", lambda alias, into: into / "model.gguf")
+    monkeypatch.setattr(model_cache, "_publish", publish)
+    monkeypatch.setattr(model_cache, "_fetch_gguf", lambda alias, into: into / "model.gguf")
     said = []
     model, tokenizer, _ = models.load({"name": "smollm2-135m-instruct", "dtype": "float32"}, tmp_path, said.append)
     assert converted == [ckpt] and model.config.hidden_size > 0
@@ -118,5 +120,5 @@ def test_each_transformers_family_has_its_own_entry(major, monkeypatch):
     from packaging.version import Version
 
     monkeypatch.setattr(compat, "transformers_version", lambda: Version(f"{major}.1.0"))
-    source = model_source.resolve("smollm2-135m-instruct", Path("."))
-    assert model_source.checkpoint_dir(source).name == f"transformers-{major}"
+    source = model_names.resolve("smollm2-135m-instruct", Path("."))
+    assert model_names.checkpoint_dir(source).name == f"transformers-{major}"

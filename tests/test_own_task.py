@@ -274,7 +274,7 @@ def test_a_bar_drawn_with_tqdm_directly_is_quiet_like_the_others(verbose, capfd)
     import transformers
     from tqdm.auto import tqdm
 
-    from grpo_ext import console
+    from grpo_ext.core import console
 
     console.quiet_third_parties(verbose=False)
     if verbose:

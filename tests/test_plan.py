@@ -4,9 +4,9 @@ import pytest
 import yaml
 
 from grpo_ext import cli
-from grpo_ext.errors import RecipeError
+from grpo_ext.core.errors import RecipeError
 from grpo_ext.recipe import validate
-from grpo_ext.verbs import plan
+from grpo_ext.run import memory
 
 SIZES = [
     # (text, bytes)
@@ -22,20 +22,20 @@ SIZES = [
 
 @pytest.mark.parametrize("text,expected", SIZES)
 def test_parse_size(text, expected):
-    assert plan.parse_size(text) == expected
+    assert memory.parse_size(text) == expected
 
 
 @pytest.mark.parametrize("text", ["eight", "8 GiBs", "-1GB", ""])
 def test_parse_size_refuses(text):
     with pytest.raises(RecipeError, match="--gpu-memory: .* is not a size"):
-        plan.parse_size(text)
+        memory.parse_size(text)
 
 
 def test_shape_matches_the_loaded_model(tiny_model):
     from peft import LoraConfig, get_peft_model
     from transformers import AutoModelForCausalLM
 
-    shape = plan.model_shape(tiny_model)
+    shape = memory.model_shape(tiny_model)
     model = AutoModelForCausalLM.from_pretrained(tiny_model)
     assert shape.params == model.num_parameters()  # tied embeddings counted once
     for targets in ("all-linear", ["q_proj", "v_proj"]):
@@ -43,7 +43,7 @@ def test_shape_matches_the_loaded_model(tiny_model):
         peft_model = get_peft_model(
             AutoModelForCausalLM.from_pretrained(tiny_model), LoraConfig(task_type="CAUSAL_LM", **settings)
         )
-        assert plan.lora_params(shape, settings) == sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
+        assert memory.lora_params(shape, settings) == sum(p.numel() for p in peft_model.parameters() if p.requires_grad)
 
 
 @pytest.fixture
@@ -55,8 +55,8 @@ def tiny_doc(digit_doc, tiny_model, tmp_path):
 
 def components(doc: dict, device: str = "cpu") -> dict[str, int]:
     recipe = validate(doc)
-    shape = plan.model_shape(plan.config_source(recipe["model"], recipe.base_dir))
-    return dict((name, n) for name, n, _ in plan.estimate(recipe, shape, 40, device))
+    shape = memory.model_shape(memory.config_source(recipe["model"], recipe.base_dir))
+    return dict((name, n) for name, n, _ in memory.estimate(recipe, shape, 40, device))
 
 
 CHANGES = [

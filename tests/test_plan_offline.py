@@ -8,10 +8,11 @@ import time
 import pytest
 import yaml
 
-from grpo_ext import cli, shapes
+from grpo_ext import cli
 from grpo_ext.recipe import validate
-from grpo_ext.verbs import gpu_share, plan
-from grpo_ext.verbs.gpu_share import GIB, Launch
+from grpo_ext.run import gpu_share, memory
+from grpo_ext.run.gpu_share import GIB, Launch
+from grpo_ext.settings import shapes
 
 PUBLISHED_PARAMS = [
     # (table entry, parameters as its model card or hub page states them, decimals of that figure, in billions)
@@ -47,7 +48,7 @@ def test_every_table_entry_is_checked():
 
 @pytest.mark.parametrize("hub_id,billions,decimals", PUBLISHED_PARAMS)
 def test_table_shape_has_the_published_size(hub_id, billions, decimals):
-    shape = plan.model_shape(shapes.config_fields(hub_id))
+    shape = memory.model_shape(shapes.config_fields(hub_id))
     assert abs(shape.params / 1e9 - billions) < 10**-decimals  # within one unit of the last digit (cards round or cut)
 
 
@@ -144,8 +145,8 @@ ONE_24GIB_GPU = Launch(gpu_memory=24 * GIB)
 
 def rows(doc: dict, launch: Launch = ONE_24GIB_GPU) -> dict[str, int]:
     recipe = validate(doc)
-    shape = plan.model_shape(plan.config_source(recipe["model"], recipe.base_dir))
-    return {name: n for name, n, _ in plan.estimate(recipe, shape, 100, "cuda", launch)}
+    shape = memory.model_shape(memory.config_source(recipe["model"], recipe.base_dir))
+    return {name: n for name, n, _ in memory.estimate(recipe, shape, 100, "cuda", launch)}
 
 
 VLLM = [

@@ -6,10 +6,11 @@ import sys
 import pytest
 
 from grpo_ext import cli, recipe
-from grpo_ext.errors import RecipeError
+from grpo_ext.core import catalog
+from grpo_ext.core.errors import RecipeError
 from tests.conftest import beside_torch_import
 
-ROOT = recipe.catalog.PACKAGE_DIR.parent
+ROOT = catalog.PACKAGE_DIR.parent
 
 
 def mutate(doc: dict, path: str, value) -> dict:
@@ -137,7 +138,7 @@ def test_shipped_name_resolves():
 
 
 def test_every_shipped_recipe_validates():
-    shipped = recipe.catalog.shipped_recipes()
+    shipped = catalog.shipped_recipes()
     assert "digit" in shipped
     for path in shipped.values():
         recipe.load(str(path))

@@ -6,7 +6,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from grpo_ext import plots, progress, report, rundir
+from grpo_ext.results import plots, report
+from grpo_ext.run import progress, rundir
 
 # Records shaped as TRL logs them (current names), three steps.
 CURRENT = [

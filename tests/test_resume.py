@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grpo_ext import cli, rundir
+from grpo_ext import cli
+from grpo_ext.run import rundir
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from grpo_ext.errors import RunError
+from grpo_ext.core.errors import RunError
 from grpo_ext.rewards.guard import Guarded
 
 COMPLETIONS = ["7", "seven is my answer, final", "3", "boom goes the reward"]

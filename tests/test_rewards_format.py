@@ -2,7 +2,7 @@
 
 import pytest
 
-from grpo_ext.errors import RecipeError
+from grpo_ext.core.errors import RecipeError
 from grpo_ext.rewards import build
 from grpo_ext.rewards.formats import regex_match, tag_count, think_answer_format
 from grpo_ext.rewards.shaping import cosine_accuracy, overlong_penalty, repetition_penalty

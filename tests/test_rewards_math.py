@@ -123,7 +123,7 @@ def test_overrunning_check_is_cut_off_and_the_next_one_works():
 
 def test_registered_with_arguments(tmp_path):
     from grpo_ext import rewards
-    from grpo_ext.errors import RecipeError
+    from grpo_ext.core.errors import RecipeError
 
     assert rewards.build("math_accuracy", {"answer_column": "gold"}, tmp_path, "rewards[0]")(["#### 3"], gold=["3"]) == [1.0]
     with pytest.raises(
@@ -184,7 +184,7 @@ def test_closeness_pass_rate_is_accuracy():
 )
 def test_closeness_refuses_bad_arguments(tmp_path, args, message):
     from grpo_ext import rewards
-    from grpo_ext.errors import RecipeError
+    from grpo_ext.core.errors import RecipeError
 
     with pytest.raises(RecipeError, match=f"rewards\\[1\\].args: 'math_closeness' rejected its arguments: .*{message}"):
         rewards.build("math_closeness", args, tmp_path, "rewards[1]")

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from grpo_ext import cli
-from grpo_ext.errors import RecipeError
+from grpo_ext.core.errors import RecipeError
 from grpo_ext.rewards import build, known_names, registry
 
 PLUGIN = textwrap.dedent("""

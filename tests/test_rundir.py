@@ -12,9 +12,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grpo_ext import base, cli, output_dir, rundir
-from grpo_ext.errors import RecipeError
+from grpo_ext import cli
+from grpo_ext.core import files
+from grpo_ext.core.errors import RecipeError
 from grpo_ext.recipe import validate
+from grpo_ext.run import rundir
+from grpo_ext.settings import output_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -159,7 +162,7 @@ def test_overwrite_deletes_only_what_a_run_writes(run, capsys):
     fake_run(run, "completed", 2)
     (run / "final").mkdir()
     (run / "notes.md").write_text("mine")  # put there by the user
-    base.temporary_beside(run / "summary.json").write_text("{")  # what write_atomic leaves when killed mid-write
+    files.temporary_beside(run / "summary.json").write_text("{")  # what write_atomic leaves when killed mid-write
     prepared = rundir.prepare(str(run), overwrite=True, resume=False)
     rundir.commit(prepared)
     assert sorted(p.name for p in run.iterdir()) == sorted([rundir.LOCK, output_dir.MARKER, "notes.md"])
@@ -300,7 +303,7 @@ def test_second_run_into_locked_directory_exits_2(run, tmp_path, digit_doc, writ
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from grpo_ext import rundir; "
+            "import sys, time; from pathlib import Path; from grpo_ext.run import rundir; "
             "rundir.lock(Path(sys.argv[1])); print('locked', flush=True); time.sleep(60)",
             str(run),
         ],
@@ -335,8 +338,8 @@ def test_second_run_into_locked_directory_exits_2(run, tmp_path, digit_doc, writ
 RACER = """
 import sys, time
 from pathlib import Path
-from grpo_ext import rundir
-from grpo_ext.errors import RecipeError
+from grpo_ext.run import rundir
+from grpo_ext.core.errors import RecipeError
 run = Path(sys.argv[1])
 try:
     prepared = rundir.prepare(str(run), overwrite=False, resume="auto")

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grpo_ext import cli, models, recipe
+from grpo_ext import cli, recipe
+from grpo_ext.core.errors import RecipeError
+from grpo_ext.run import models
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,7 +86,7 @@ def deny(event, args):
     if event.startswith("socket.") and event not in ("socket.__new__", "socket.bind"):
         raise RuntimeError(f"network touched: {event} {args!r:.80}")
 sys.addaudithook(deny)
-import grpo_ext, grpo_ext.cli, grpo_ext.rewards, grpo_ext.recipe, grpo_ext.compat, grpo_ext.rundir
+import grpo_ext, grpo_ext.cli, grpo_ext.rewards, grpo_ext.recipe, grpo_ext.settings.compat, grpo_ext.run.rundir
 from grpo_ext import cli
 assert cli.main(["train", "digit", "--dry-run"]) == 0
 assert cli.main(["train", "no-such-recipe"]) == 2
@@ -171,7 +173,7 @@ def test_dry_run_shows_a_deferred_factory_as_a_call(digit_doc, tmp_path, capsys)
 def test_factory_arguments_checked_by_signature(reward, column, digit_doc, tmp_path):
     (tmp_path / "my_rewards.py").write_text(FACTORY_FILE)
     digit_doc["rewards"] = [reward]
-    with pytest.raises(recipe.RecipeError) as info:
+    with pytest.raises(RecipeError) as info:
         recipe.validate(digit_doc, tmp_path / "r.yaml")
     assert [line.split(":")[0] for line in info.value.problems] == [column]
 
@@ -191,7 +193,7 @@ def test_deferred_factory_column_check_when_built(digit_doc, tmp_path):
     digit_doc["rewards"] = [{"name": "./my_rewards.py:make", "args": {"column": "gold"}}]
     digit_doc["eval"]["enabled"] = False  # the training rows alone
     checked = recipe.validate(digit_doc, tmp_path / "r.yaml")
-    with pytest.raises(recipe.RecipeError) as info:
+    with pytest.raises(RecipeError) as info:
         checked.build_rewards()
     (problem,) = info.value.problems
     assert problem.startswith("rewards[0] (graded) needs column 'gold', which the training rows (data.prompts) lack")
@@ -215,7 +217,7 @@ def test_system_modules_refused_by_name(name, digit_doc, tmp_path):
     marker = tmp_path / "ran"
     (tmp_path / "aliases.py").write_text("from os import system\n")
     digit_doc["rewards"] = [{"name": name, "args": {"command": f"touch {marker}"}}]
-    with pytest.raises(recipe.RecipeError) as info:
+    with pytest.raises(RecipeError) as info:
         recipe.validate(digit_doc, tmp_path / "r.yaml")
     (problem,) = info.value.problems
     assert problem.startswith(f"rewards[0].name: {name!r} comes from ") and "standard-library module" in problem

@@ -6,11 +6,14 @@ import sys
 
 import pytest
 
-from grpo_ext import cli, data, generators, recipe
-from grpo_ext.errors import RecipeError
+from grpo_ext import cli, recipe
+from grpo_ext.core import catalog
+from grpo_ext.core.errors import RecipeError
 from grpo_ext.rewards.maths import math_accuracy
+from grpo_ext.run import data
+from grpo_ext.settings import generators
 
-ROOT = recipe.catalog.PACKAGE_DIR.parent
+ROOT = catalog.PACKAGE_DIR.parent
 
 
 def test_arith_is_deterministic_and_held_out():

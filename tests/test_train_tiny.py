@@ -115,7 +115,7 @@ def test_eval_of_the_run_repeats_the_runs_own_eval(bf16, tiny_recipe, tmp_path, 
     """`grpo-ext eval RECIPE --model RUN` samples with the arithmetic the run used, so it repeats `eval after`."""
     import torch
 
-    from grpo_ext import scoring as evaluate
+    from grpo_ext.results import scoring as evaluate
 
     autocast = []  # per sampling call, in training's eval and in grpo-ext eval: was bf16 autocast on?
     sample = evaluate.sample

@@ -17,10 +17,10 @@ import numbers
 import sys
 import threading
 
-from grpo_ext import compat
-from grpo_ext.base import listing, shown
-from grpo_ext.errors import RunError
+from grpo_ext.core.errors import RunError
+from grpo_ext.core.text import listing, shown
 from grpo_ext.rewards.registry import REGISTRY, completion_text
+from grpo_ext.settings import compat
 
 ON_ERROR = ("fail", "skip")  # rewards[i].on_error: stop the run, or score the sample None
 

@@ -29,8 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grpo_ext.base import closest, resolve_path, shown
-from grpo_ext.errors import RecipeError
+from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.files import resolve_path
+from grpo_ext.core.text import closest, shown
 
 ENTRY_POINT_GROUP = "grpo_ext.rewards"
 

@@ -1,1 +1,2 @@
-"""The verbs a person runs, each a function: train, evaluate (``grpo-ext eval``), merge, plan."""
+"""Layer 7, verbs: what a person runs, one module each: train, evaluate (``grpo-ext eval``), merge, plan, doctor,
+sweep (``grpo-ext eval --checkpoints``). Imports every layer below."""

@@ -18,9 +18,12 @@ from pathlib import Path
 
 import yaml
 
-from grpo_ext import hardware, health, model_source, rundir
-from grpo_ext.base import kind_of, load_yaml
-from grpo_ext.errors import RecipeError
+from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.values import kind_of
+from grpo_ext.core.yaml_io import load_yaml
+from grpo_ext.results import watchdog
+from grpo_ext.run import hardware, rundir
+from grpo_ext.settings import model_names
 
 PACKAGES = ("grpo_ext", "trl", "transformers", "torch", "peft", "accelerate", "bitsandbytes", "vllm", "deepspeed", "datasets")
 UNHEALTHY_STATUS = ("failed", "stopped_unhealthy", "killed")
@@ -80,12 +83,12 @@ def _pass_marks(summary: dict, recipe: dict) -> tuple[dict[str, float], float]:
     return {name: mark for name, mark in marks.items() if _number(mark)}, default if _number(default) else 1.0
 
 
-def _findings(entries, notes: list[str], where: str) -> list[health.Finding]:
+def _findings(entries, notes: list[str], where: str) -> list[watchdog.Finding]:
     """Findings recorded in a run file; an entry that is not one is left out, and said so once."""
     found = []
     for entry in entries if isinstance(entries, list) else []:
         try:
-            found.append(health.Finding(**entry))
+            found.append(watchdog.Finding(**entry))
         except TypeError:
             continue
     if isinstance(entries, list) and len(found) < len(entries):
@@ -110,7 +113,7 @@ def diagnose(run_dir: str | Path) -> tuple[list[str], bool]:
         notes.append(f"note: {metrics.name} is damaged (not text); no step read")
         records = []
     marks, default = _pass_marks(summary, recipe)
-    dog = health.Watchdog(_mapping(recipe.get("health")), marks, default)
+    dog = watchdog.Watchdog(_mapping(recipe.get("health")), marks, default)
     for record in records:
         dog.update(record)
     status = str(summary.get("status", "unknown"))
@@ -209,7 +212,7 @@ def environment(training: dict | None = None) -> tuple[list[str], list[str]]:
         lines.append("CUDA: unknown (torch not installed)")
     flag = hardware.cpu_bf16()
     lines.append(f"CPU bf16: {'yes (' + flag + ')' if flag else 'no'}")
-    lines.append(f"cache: {model_source.cache_dir()} (GRPO_EXT_CACHE)")
+    lines.append(f"cache: {model_names.cache_dir()} (GRPO_EXT_CACHE)")
     config = _accelerate_config()
     if config:
         lines.append(

@@ -15,10 +15,12 @@ import json
 import time
 from pathlib import Path
 
-from grpo_ext import catalog, console, data, hardware, models, report, scoring
-from grpo_ext.base import exists, write_atomic
-from grpo_ext.errors import RecipeError, RunError
+from grpo_ext.core import catalog, console
+from grpo_ext.core.errors import RecipeError, RunError
+from grpo_ext.core.files import exists, write_atomic
 from grpo_ext.recipe import Recipe, load
+from grpo_ext.results import report, scoring
+from grpo_ext.run import data, hardware, models
 
 FALLBACK_PROMPTS = 16
 SHOWN_PROMPTS = 3
@@ -56,7 +58,7 @@ def load_model(ref: str, model_cfg: dict, log) -> tuple[object, object, str]:
     return model, tokenizer, f"run {run_dir} (final/)" if run_dir else described
 
 
-def eval_rows(recipe: Recipe, chat: bool, log) -> list[dict]:
+def prompts_to_score(recipe: Recipe, chat: bool, log) -> list[dict]:
     """The recipe's held-out rows; without any, the first training rows (said so)."""
     rows = data.eval_rows(recipe["data"], recipe.base_dir, recipe["seed"])
     if not rows:
@@ -82,9 +84,9 @@ def compare(recipe: Recipe, refs: list[str], log) -> dict:
     for ref in refs:
         model, tokenizer, described = load_model(ref, recipe["model"], log)
         chat = data.use_chat(recipe["data"], tokenizer)
-        rows = eval_rows(recipe, chat, log)
+        rows = prompts_to_score(recipe, chat, log)
         t0 = time.monotonic()
-        scores = scoring.evaluate(model, tokenizer, rows, recipe.reward_funcs, s, chat=chat)
+        scores = scoring.score_model(model, tokenizer, rows, recipe.reward_funcs, s, chat=chat)
         scores.update(model=described, seconds=round(time.monotonic() - t0, 1))
         result["models"][ref] = scores
         result["prompts"] = scores["prompts"]

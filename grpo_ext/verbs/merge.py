@@ -11,9 +11,12 @@ compared with those of the trained model (base plus adapter), unless ``check=Fal
 
 from pathlib import Path
 
-from grpo_ext import adapters, console, data, models, scoring
-from grpo_ext.errors import RecipeError, RunError
+from grpo_ext.core import console
+from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.recipe import Recipe, read_yaml, validate
+from grpo_ext.results import scoring
+from grpo_ext.run import data, models
+from grpo_ext.settings import adapters
 
 
 def read_run(run_dir: Path) -> Recipe:

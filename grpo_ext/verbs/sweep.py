@@ -20,10 +20,14 @@ from pathlib import Path
 
 import yaml
 
-from grpo_ext import console, data, hardware, plots, report, rundir, scoring
-from grpo_ext.base import load_yaml, plural, write_atomic
-from grpo_ext.errors import RecipeError
+from grpo_ext.core import console
+from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.files import write_atomic
+from grpo_ext.core.text import plural
+from grpo_ext.core.yaml_io import load_yaml
 from grpo_ext.recipe import Recipe, load
+from grpo_ext.results import plots, report, scoring
+from grpo_ext.run import data, hardware, rundir
 from grpo_ext.verbs import evaluate
 
 CURVE = "eval_curve"
@@ -82,7 +86,9 @@ def score_checkpoints(recipe: Recipe, run_dir: Path, dest: Path, log) -> dict:
         model, tokenizer, _ = evaluate.load_model(str(checkpoint), recipe["model"], log)
         chat = data.use_chat(recipe["data"], tokenizer)
         t0 = time.monotonic()
-        result = scoring.evaluate(model, tokenizer, evaluate.eval_rows(recipe, chat, log), recipe.reward_funcs, s, chat=chat)
+        result = scoring.score_model(
+            model, tokenizer, evaluate.prompts_to_score(recipe, chat, log), recipe.reward_funcs, s, chat=chat
+        )
         result["seconds"] = round(time.monotonic() - t0, 1)
         points.append(
             {"step": rundir.step_of(checkpoint), "checkpoint": checkpoint.name, "fingerprint": mark, **result, "settings": key}

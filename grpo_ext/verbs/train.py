@@ -18,32 +18,16 @@ from pathlib import Path
 
 import yaml
 
-from grpo_ext import (
-    adapters,
-    advice,
-    algorithms,
-    compat,
-    console,
-    data,
-    datafiles,
-    explore,
-    generators,
-    hardware,
-    health,
-    launch,
-    model_source,
-    models,
-    preflight,
-    progress,
-    report,
-    rundir,
-    scoring,
-    trainer,
-)
-from grpo_ext.base import load_yaml, plural, write_atomic
-from grpo_ext.errors import RecipeError, RunError
+from grpo_ext.core import console
+from grpo_ext.core.errors import RecipeError, RunError
+from grpo_ext.core.files import write_atomic
+from grpo_ext.core.text import plural
+from grpo_ext.core.yaml_io import load_yaml
 from grpo_ext.recipe import Recipe, changed_keys, load
+from grpo_ext.results import preflight, report, scoring, watchdog
 from grpo_ext.rewards import guard
+from grpo_ext.run import data, explore, hardware, launch, models, progress, rundir, trainer
+from grpo_ext.settings import adapters, advice, compat, datafiles, generators, model_names, variants
 
 
 def train(
@@ -160,17 +144,17 @@ def _eval_prompts(d: dict) -> str:
 def dry_run(recipe: Recipe) -> None:
     """Print what a run of ``recipe`` would do: model, rewards, data, the effective GRPOConfig. Loads no weights."""
     kwargs, notes, passed = trainer.config_kwargs(recipe)
-    source = model_source.resolve(recipe["model"]["name"], recipe.base_dir)
-    cached = model_source.checkpoint_dir(source)
+    source = model_names.resolve(recipe["model"]["name"], recipe.base_dir)
+    cached = model_names.checkpoint_dir(source)
     state = ""
     if cached is not None:
-        state = f"; cached at {cached}" if model_source.is_cached(source) else "; first run fetches and converts it"
+        state = f"; cached at {cached}" if model_names.is_cached(source) else "; first run fetches and converts it"
     d = recipe["data"]
     print(f"recipe: {recipe.path} (valid)")
     print(f"model: {source.describe()}{state}")
     print(f"training: {adapters.describe(recipe['model'])}")
     if recipe.data.get("algorithm"):
-        print(f"algorithm: {recipe['algorithm']} ({algorithms.VARIANTS[recipe['algorithm']].paper}); keys the recipe sets win")
+        print(f"algorithm: {recipe['algorithm']} ({variants.VARIANTS[recipe['algorithm']].paper}); keys the recipe sets win")
     print("rewards: " + ", ".join(f"{name} (weight {w})" for name, w in zip(recipe.reward_names, recipe.weights, strict=True)))
     print(f"data: {_training_data(d)}; {_eval_prompts(d)}; chat format: {d['chat']}")
     boost = explore.describe(recipe["explore"], compat.effective(recipe["training"], "max_steps"))
@@ -205,7 +189,7 @@ def dry_run(recipe: Recipe) -> None:
         )
     for note in notes + adapters.missing_packages(recipe["model"]):
         print(f"note: {note}")
-    preset = algorithms.preset_keys(recipe.origins)
+    preset = variants.preset_keys(recipe.origins)
     for line in advice.check(lambda key: compat.effective(recipe["training"], key), preset=preset):
         print(f"advice: {line}")
 
@@ -226,7 +210,7 @@ class Run:
     is_main: bool
     log: object
     started: float | None = None  # when the training loop began (time.monotonic)
-    watchdog: health.Watchdog | None = None
+    watchdog: "watchdog.Watchdog | None" = None
 
     @property
     def dir(self) -> Path:
@@ -295,8 +279,8 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     model, tokenizer, described = models.load(recipe["model"], recipe.base_dir, log)
     log(f"training: {adapters.describe(recipe['model'])}")
     chat, train_set, eval_rows = _datasets(recipe, rows, tokenizer, args, log, data.context_of(model.config))
-    watchdog = health.Watchdog(recipe["health"], health.pass_marks(recipe.reward_funcs), recipe["eval"]["pass_threshold"])
-    watch = watchdog.hook(log, stop=recipe["health"]["on_problem"] == "stop")
+    dog = watchdog.Watchdog(recipe["health"], watchdog.pass_marks(recipe.reward_funcs), recipe["eval"]["pass_threshold"])
+    watch = dog.hook(log, stop=recipe["health"]["on_problem"] == "stop")
     metrics = progress.MetricsLog(
         prepared.path / "metrics.jsonl", is_main, log, watch=watch, trained_before=_trained_before(prepared)
     )
@@ -329,15 +313,15 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         write_atomic(prepared.path / "recipe.yaml", recipe.to_yaml())
         report.write_summary(prepared.path, summary)
     settings = scoring.settings(recipe, bf16=args.bf16)
-    return Run(recipe, prepared, grpo, tokenizer, chat, eval_rows, settings, metrics, summary, is_main, log, watchdog=watchdog)
+    return Run(recipe, prepared, grpo, tokenizer, chat, eval_rows, settings, metrics, summary, is_main, log, watchdog=dog)
 
 
-def evaluate(r: Run, label: str) -> dict | None:
+def eval_pass(r: Run, label: str) -> dict | None:
     """Phases 2 and 4: score the held-out rows with the rewards, under training's arithmetic; None without eval."""
     if not r.eval_rows or not r.is_main:
         return None
     t0 = time.monotonic()
-    result = scoring.evaluate(r.grpo.model, r.tokenizer, r.eval_rows, r.recipe.reward_funcs, r.eval_settings, chat=r.chat)
+    result = scoring.score_model(r.grpo.model, r.tokenizer, r.eval_rows, r.recipe.reward_funcs, r.eval_settings, chat=r.chat)
     result["seconds"] = round(time.monotonic() - t0, 1)
     rates = ", ".join(f"{k} {v['pass_rate']}" for k, v in result["rewards"].items())
     r.log(f"eval {label}: pass rate {rates} ({result['samples']} samples, {result['seconds']} s)")
@@ -368,7 +352,7 @@ def check_rewards(r: Run) -> None:
     r.summary["health"] = {"preflight": {**stats, "seconds": seconds, "findings": [f.to_dict() for f in findings]}}
     warning = next((f for f in findings if f.severity == "warning"), None)
     if warning is not None and cfg["preflight"] == "fail":
-        raise health.Unhealthy(f"{warning.line()} (health.preflight: fail)")
+        raise watchdog.Unhealthy(f"{warning.line()} (health.preflight: fail)")
 
 
 def optimize(r: Run) -> None:
@@ -384,7 +368,7 @@ def optimize(r: Run) -> None:
     r.grpo.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     _record_progress(r)
     if r.watchdog.stopped_by is not None:
-        raise health.Unhealthy(f"{r.watchdog.stopped_by.line()} (health.on_problem: stop; checkpoint saved)")
+        raise watchdog.Unhealthy(f"{r.watchdog.stopped_by.line()} (health.on_problem: stop; checkpoint saved)")
 
 
 def _trained_before(prepared: rundir.Prepared) -> float:
@@ -400,7 +384,7 @@ def _trained_before(prepared: rundir.Prepared) -> float:
 
 def _record_progress(r: Run) -> None:
     """Steps done, training time, the reward at the first and last step, and health, so far (also after a stop)."""
-    r.summary["health"] = health.verdict(
+    r.summary["health"] = watchdog.verdict(
         r.watchdog.findings, (r.summary.get("health") or {}).get("preflight"), r.watchdog.seconds
     )
     if r.started is None:
@@ -414,7 +398,7 @@ def _record_progress(r: Run) -> None:
 
 def finish(r: Run) -> None:
     """Phase 4: eval after, the final weights (or adapter) in ``final/``, summary and report."""
-    r.summary["eval_after"] = evaluate(r, "after")
+    r.summary["eval_after"] = eval_pass(r, "after")
     r.grpo.save_model(str(r.dir / "final"))  # every process: sharded engines gather the weights; only the main one writes
     if not r.is_main:
         return
@@ -445,13 +429,13 @@ def run(recipe: Recipe, prepared: rundir.Prepared, verbose: bool = False, callba
     r = build(recipe, prepared, callbacks)
     try:
         check_rewards(r)
-        r.summary["eval_before"] = (prepared.previous or {}).get("eval_before") or evaluate(r, "before")
+        r.summary["eval_before"] = (prepared.previous or {}).get("eval_before") or eval_pass(r, "before")
         optimize(r)
         finish(r)  # inside: a reward that fails in the eval after is a failed run, recorded as one
     except KeyboardInterrupt:
         _stopped(r, "interrupted")
         raise
-    except health.Unhealthy as exc:
+    except watchdog.Unhealthy as exc:
         _stopped(r, "stopped_unhealthy", str(exc))
         raise
     except (RunError, RecipeError) as exc:

@@ -16,10 +16,10 @@ import statistics
 import time
 from dataclasses import asdict, dataclass
 
-from grpo_ext.base import fmt, plural
-from grpo_ext.errors import RunError
-from grpo_ext.plots import reward_function_keys
+from grpo_ext.core.errors import RunError
+from grpo_ext.core.text import fmt, plural
 from grpo_ext.recipe import SCHEMA
+from grpo_ext.results.plots import reward_function_keys
 
 LIMITS = {key: spec.default for key, spec in SCHEMA["health"].items() if isinstance(spec.default, (int, float))}
 

@@ -14,9 +14,10 @@ import math
 import statistics
 import time
 
-from grpo_ext import compat, scoring
-from grpo_ext.base import fmt
-from grpo_ext.health import LIMITS, Finding
+from grpo_ext.core.text import fmt
+from grpo_ext.results import scoring
+from grpo_ext.results.watchdog import LIMITS, Finding
+from grpo_ext.settings import compat
 
 # a strict reward → the built-in partial-credit reward for its task
 PARTIAL_CREDIT = {"digit_exact": "digit_shaped", "math_accuracy": "math_closeness"}

@@ -7,8 +7,8 @@ A generator returns (training rows, eval rows); each row has a ``prompt`` and an
 import inspect
 import random
 
-from grpo_ext.base import shown, suggest
-from grpo_ext.errors import RecipeError
+from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.text import shown, suggest
 
 NAMES = ["Ava", "Ben", "Cara", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kim", "Leo", "Mia", "Noor", "Omar", "Pia"]
 THINGS = ["apples", "marbles", "stickers", "books", "coins", "pencils", "shells", "cards", "cookies", "stamps"]

@@ -8,7 +8,7 @@ imports accelerate here.
 
 import os
 
-from grpo_ext.errors import RecipeError
+from grpo_ext.core.errors import RecipeError
 
 
 def world_size() -> int:

@@ -1,8 +1,5 @@
-"""Recipes: load a YAML file (or a shipped recipe by name), apply ``key=value`` overrides, validate.
-
-Everything here is plain Python and PyYAML: a recipe is checked completely, all problems reported at
-once with their key paths, before torch, transformers or trl is imported. The ``training:`` section
-holds GRPOConfig keys under TRL's own names; ``compat`` checks and translates them for the installed TRL.
+"""A recipe checked completely against the schema and the settings rules, all problems reported at once with their
+key paths, before torch, transformers or trl is imported; ``Recipe`` is the checked result.
 """
 
 import copy
@@ -11,199 +8,15 @@ from pathlib import Path
 
 import yaml
 
-from grpo_ext import (
-    adapters,
-    algorithms,
-    batch_rules,
-    catalog,
-    compat,
-    datafiles,
-    generators,
-    model_source,
-    output_dir,
-    rewards,
-    trackers,
-)
-from grpo_ext.base import (
-    YAMLRefused,
-    clip,
-    coerce,
-    describe_kinds,
-    duplicate_keys,
-    exists,
-    kind_of,
-    load_yaml,
-    plural,
-    resolve_path,
-    shown,
-    suggest,
-)
-from grpo_ext.errors import RecipeError
-from grpo_ext.rewards.guard import ON_ERROR, missing_columns
-
-MAX_RECIPE_BYTES = 1_000_000
-
-
-@dataclass(frozen=True)
-class Spec:
-    """One recipe key: the YAML kinds it accepts, its default, and (optionally) the values allowed."""
-
-    kinds: tuple[str, ...]
-    default: object = None
-    choices: tuple | None = None
-    required: bool = False
-    minimum: float | None = None
-    maximum: float | None = None
-    doc: str = ""
-
-
-SCHEMA: dict[str, dict[str, Spec]] = {
-    "model": {
-        "name": Spec(("str",), required=True, doc="catalog alias, hub id, local directory or .gguf file"),
-        "dtype": Spec(
-            ("str",),
-            "auto",
-            ("auto", "float32", "bfloat16", "float16"),
-            doc="weights dtype; auto: float32 on CPU, bf16 on a GPU that has it",
-        ),
-        "trust_remote_code": Spec(("bool",), False, doc="run model code from the hub repository (off unless you trust it)"),
-        "revision": Spec(("str", "null"), None, doc="hub branch, tag or commit"),
-        "lora": Spec(
-            ("dict", "bool", "null"),
-            None,
-            doc="peft LoraConfig keys (r, lora_alpha, target_modules, ...); true: r=16, alpha=32, all-linear",
-        ),
-        "quantization": Spec(
-            ("str", "null"),
-            None,
-            ("4bit", "8bit", None),
-            doc="load the base in 4-bit NF4 (QLoRA) or 8-bit with bitsandbytes; needs lora",
-        ),
-    },
-    "data": {
-        "prompts": Spec(("list", "null"), None, doc="training prompts, one string each"),
-        "file": Spec(
-            ("str", "null"),
-            None,
-            doc=".jsonl, .json, .csv, .parquet or a save_to_disk folder with a prompt column (relative to the recipe)",
-        ),
-        "prompt_column": Spec(("str",), "prompt", doc="column holding each prompt: text or a list of chat messages"),
-        "prompt_template": Spec(
-            ("str", "null"), None, doc="build each prompt from columns instead: 'Question: {question}\\nAnswer:'"
-        ),
-        "system_prompt": Spec(("str", "null"), None, doc="system message put before every prompt in chat format"),
-        "chat": Spec(
-            ("str", "bool"),
-            "auto",
-            ("auto", True, False),
-            doc="format prompts as chat messages; auto: when the tokenizer has a chat template",
-        ),
-        "eval_prompts": Spec(
-            ("list", "null"), None, doc="held-out prompts scored before and after training: strings or {prompt: ..., answer: ...}"
-        ),
-        "eval_file": Spec(("str", "null"), None, doc="held-out rows from a file (same formats as file)"),
-        "source": Spec(("str", "null"), None, doc="a built-in generator of prompts with answers: arith"),
-        "source_args": Spec(("dict",), {}, doc="keyword arguments for the generator"),
-        "hub": Spec(("str", "null"), None, doc="a Hugging Face Hub dataset id (org/name)"),
-        "hub_config": Spec(("str", "null"), None, doc="the hub dataset's configuration name"),
-        "hub_split": Spec(("str",), "train", doc="split to train on, of a hub dataset or a saved DatasetDict"),
-        "eval_split": Spec(("str", "null"), None, doc="held-out split of the hub dataset or the saved DatasetDict"),
-        "eval_size": Spec(
-            ("int", "null"),
-            None,
-            minimum=1,
-            doc="eval rows: the first N of eval_file/eval_split; without them, N training rows held out; null: all",
-        ),
-        "eval_fraction": Spec(("float", "null"), None, doc="hold out this share (0 to 1) of the training rows for eval"),
-    },
-    "eval": {
-        "enabled": Spec(("bool",), True, doc="score eval_prompts before and after training"),
-        "samples": Spec(("int",), 8, minimum=1, doc="completions sampled per eval prompt"),
-        "temperature": Spec(("float", "null"), None, minimum=0, doc="sampling temperature; null: training.temperature"),
-        "max_new_tokens": Spec(("int", "null"), None, minimum=1, doc="null: training.max_completion_length"),
-        "pass_threshold": Spec(("float",), 1.0, doc="a sample passes a reward when its score is at least this"),
-        "batch_size": Spec(("int",), 64, minimum=1, doc="sequences generated at once"),
-        "pass_at": Spec(("list", "null"), None, doc="k values for pass@k, each from 1 to samples; null: 1 and samples"),
-    },
-    "health": {  # training health (grpo_ext/health.py); thresholds calibrated on recipes/digit.yaml, see README
-        "preflight": Spec(
-            ("str", "bool"),
-            "warn",
-            ("warn", "fail", "off", False),
-            doc="score the base model's samples before step 1; fail: stop on a warning; off (YAML reads it as false): skip",
-        ),
-        "preflight_prompts": Spec(
-            ("int",), 8, minimum=1, doc="training prompts sampled (num_generations each) by the pre-flight"
-        ),
-        "on_problem": Spec(
-            ("str",), "warn", ("warn", "stop"), doc="a watchdog finding: warn, or stop (checkpoint saved, exit 1)"
-        ),
-        "zero_std_share": Spec(
-            ("float",), 0.9, minimum=0, doc="share of groups with zero reward spread that counts as no signal"
-        ),
-        "no_signal_steps": Spec(("int",), 6, minimum=1, doc="steps in a row without signal before the watchdog says so"),
-        # 3: a weak base model's first replies may all be ones a reward cannot parse; three steps in a row is the reward
-        "unscored_steps": Spec(
-            ("int",), 3, minimum=1, doc="steps in a row where every reward returned None for every sample (on_error: skip)"
-        ),
-        "flat_steps": Spec(("int",), 8, minimum=2, doc="window (steps) for a flat reward and for KL growth"),
-        "flat_reward": Spec(("float",), 0.05, minimum=0, doc="the reward's range over flat_steps below which it counts as flat"),
-        "entropy_floor": Spec(("float",), 0.05, minimum=0, doc="mean token entropy (nats) below which exploration has collapsed"),
-        "clipped_share": Spec(
-            ("float",),
-            0.9,
-            minimum=0,
-            doc="mean share of completions cut at max_completion_length, over clipped_steps, that counts as pinned",
-        ),
-        "clipped_steps": Spec(("int",), 8, minimum=1, doc="window (steps) over which the cut share is averaged"),
-        "kl_max": Spec(("float",), 1.0, minimum=0, doc="median KL over flat_steps above which KL has blown up"),
-        "kl_growth": Spec(
-            ("float",), 4.0, minimum=1, doc="median KL over flat_steps growing by this factor counts as rising fast"
-        ),
-        "length_growth": Spec(
-            ("float",), 2.0, minimum=1, doc="mean completion length growing by this factor while the reward rises"
-        ),
-        "scale_ratio": Spec(
-            ("float",), 10.0, minimum=1, doc="rewards whose spreads differ by this factor are on different scales"
-        ),
-    },
-    "explore": {  # sampling help for the first steps (grpo_ext/explore.py); README: The digit recipe across seeds
-        "end_boost": Spec(
-            ("float", "null"),
-            None,
-            minimum=1.0,
-            doc="while training samples, multiply the end-of-reply score by this per token after start; null: off",
-        ),
-        "start": Spec(("int",), 1, minimum=0, doc="tokens of the reply before the end boost begins"),
-        "steps": Spec(("int",), 8, minimum=1, doc="first steps sampled with the boost; the later ones sample as the eval does"),
-    },
-    "reward": {
-        "name": Spec(("str",), required=True, doc="registry name, module:function, file.py:function or entry point"),
-        "weight": Spec(("float",), 1.0, doc="weight in the summed reward (TRL reward_weights)"),
-        "args": Spec(("dict",), {}, doc="keyword arguments for a reward factory"),
-        "on_error": Spec(("str",), "fail", ON_ERROR, doc="a raising reward: fail stops the run; skip scores that sample None"),
-        "pass_threshold": Spec(
-            ("float", "null"), None, doc="an eval sample passes this reward at this score; null: the reward's own, else eval's"
-        ),
-        "timeout": Spec(
-            ("float", "null"), 120.0, minimum=0.1, doc="seconds one call may take before the run stops; null: no limit"
-        ),
-    },
-}
-
-TOP_LEVEL: dict[str, Spec] = {
-    "model": Spec(("dict",), required=True),
-    "data": Spec(("dict",), required=True),
-    "rewards": Spec(("list",), required=True),
-    "training": Spec(("dict",), {}),
-    "algorithm": Spec(("str", "null"), None),  # a GRPO variant (grpo-ext algorithms): fills training keys the recipe leaves out
-    "eval": Spec(("dict",), {}),
-    "health": Spec(("dict",), {}),
-    "explore": Spec(("dict",), {}),
-    "output_dir": Spec(("str",), required=True),
-    "seed": Spec(("int",), 0, minimum=0, maximum=2**32 - 1),  # the seeds numpy (and so TRL's set_seed) takes
-    "resume": Spec(("bool", "str"), False, (False, True, "auto")),
-}
+from grpo_ext import rewards
+from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.files import resolve_path
+from grpo_ext.core.text import clip, plural, shown, suggest
+from grpo_ext.core.values import coerce, describe_kinds, kind_of
+from grpo_ext.recipe.read import absolute_path
+from grpo_ext.recipe.schema import SCHEMA, TOP_LEVEL, Spec
+from grpo_ext.rewards.guard import missing_columns
+from grpo_ext.settings import adapters, batch_rules, compat, datafiles, generators, model_names, output_dir, trackers, variants
 
 
 @dataclass
@@ -259,159 +72,6 @@ class Recipe:
     def to_yaml(self) -> str:
         """The recipe as a run records it (``portable``): YAML that any verb can read back from the run directory."""
         return yaml.safe_dump(self.portable(), sort_keys=False, allow_unicode=True)
-
-
-# Keys a resumed run may change without changing what the run means: how it is evaluated, logged and saved.
-RESUME_MAY_CHANGE = (
-    "eval",
-    "health",
-    "resume",
-    "output_dir",
-    "training.logging_steps",
-    "training.report_to",
-    "training.save_strategy",
-    "training.save_steps",
-    "training.save_total_limit",
-    "training.disable_tqdm",
-)
-
-
-def _flatten(value, path: str = "") -> dict[str, object]:
-    if isinstance(value, dict) and value:
-        return {k: v for key, item in value.items() for k, v in _flatten(item, f"{path}.{key}" if path else str(key)).items()}
-    return {path: value}
-
-
-def changed_keys(before: dict, after: dict) -> list[str]:
-    """Key paths whose values differ between two recipes (``portable`` data), other than RESUME_MAY_CHANGE.
-
-    >>> changed_keys({"training": {"learning_rate": 1e-5, "logging_steps": 1}, "rewards": [{"name": "a"}]},
-    ...              {"training": {"learning_rate": 3e-5, "logging_steps": 5}, "rewards": [{"name": "b"}]})
-    ['rewards', 'training.learning_rate']
-    >>> changed_keys({"seed": 0}, {"seed": 0, "explore": {"end_boost": None, "start": 1}})  # recorded before they existed
-    []
-    """
-    old, new = _flatten(before), _flatten(after)
-    for key, value in new.items():  # a key added to grpo_ext after the run was recorded, at its default: the same
-        section, _, name = key.partition(".")
-        spec = SCHEMA.get(section, {}).get(name) if section != "reward" else None
-        if key not in old and spec is not None and value == spec.default:
-            old[key] = value
-    differ = [k for k in dict.fromkeys([*old, *new]) if old.get(k, "<unset>") != new.get(k, "<unset>")]
-    return sorted(k for k in differ if not any(k == m or k.startswith(f"{m}.") for m in RESUME_MAY_CHANGE))
-
-
-def locate(ref: str) -> Path:
-    """A recipe path, or a shipped recipe's name (``digit``)."""
-    path = Path(ref).expanduser()
-    if exists(path, "file"):
-        return path
-    shipped = catalog.shipped_recipes()
-    if ref in shipped:
-        return shipped[ref]
-    if path.suffix in (".yaml", ".yml") or "/" in ref:
-        raise RecipeError(f"recipe file {ref!r} does not exist; shipped recipes: {', '.join(shipped) or 'none'}")
-    raise RecipeError(f"no recipe file or shipped recipe named {ref!r}{suggest(ref, shipped)}")
-
-
-def read_yaml(path: Path) -> dict:
-    if path.stat().st_size > MAX_RECIPE_BYTES:
-        raise RecipeError(f"recipe file is {path.stat().st_size} bytes; a recipe is at most {MAX_RECIPE_BYTES}", str(path))
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise RecipeError(f"recipe is not UTF-8 text ({exc.reason} at byte {exc.start})", str(path)) from None
-    try:
-        doc = load_yaml(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        what = "" if isinstance(exc, YAMLRefused) else "YAML syntax error at "  # well-formed, but past a bound
-        raise RecipeError(f"{what}{where}{problem}", str(path)) from None
-    if not isinstance(doc, dict):
-        raise RecipeError(
-            f"a recipe is a mapping of sections (model, data, rewards, training, ...), not {kind_of(doc)}", str(path)
-        )
-    twice = duplicate_keys(text)
-    if twice:
-        raise RecipeError(twice, str(path))
-    return doc
-
-
-def parse_override(text: str) -> tuple[list[str], object]:
-    """``training.learning_rate=1e-5`` → (['training', 'learning_rate'], 1e-05). Values are read as YAML;
-    a key part of digits indexes a list (``rewards.1.weight``) and names a key anywhere else."""
-    key, sep, raw = text.partition("=")
-    if not sep or not key or any(not part for part in key.split(".")):
-        raise RecipeError(f"override {shown(text)} must look like section.key=value (e.g. training.max_steps=5)")
-    try:
-        value = load_yaml(raw) if raw.strip() else None
-    except YAMLRefused as exc:
-        raise RecipeError(f"override {shown(text)}: {exc.problem}") from None
-    except yaml.YAMLError:  # not YAML: the text as it is (a path, a name with a colon)
-        value = raw
-    return key.split("."), value
-
-
-def _child(node, key):
-    """``node[key]`` of a mapping or a list, or None where there is none."""
-    if isinstance(node, dict):
-        return node.get(key)
-    if isinstance(node, list) and isinstance(key, int) and key < len(node):
-        return node[key]
-    return None
-
-
-def absolute_path(keys: list, value, base_dir: Path):
-    """The value of a recipe key, with a path in it made absolute against ``base_dir``; other values as they are.
-
-    The keys that hold paths: data.file, data.eval_file, model.name (a local folder or .gguf file) and a reward's
-    file.py:name.
-    """
-    if not isinstance(value, str) or not value:
-        return value
-    where = [str(k) for k in keys]
-    if where in (["data", "file"], ["data", "eval_file"]):
-        return str(resolve_path(value, base_dir).resolve())
-    if where == ["model", "name"]:
-        local = model_source.resolve(value, base_dir).kind in ("local", "gguf")
-        return str(resolve_path(value, base_dir).resolve()) if local else value
-    if where[0] == "rewards" and (len(where) == 2 or where[2:] == ["name"]):  # rewards.0 or rewards.0.name
-        target, sep, attr = value.rpartition(":")
-        if sep and target.endswith(".py"):
-            return f"{resolve_path(target, base_dir).resolve()}:{attr}"
-    return value
-
-
-def apply_overrides(doc: dict, overrides: list[str]) -> dict:
-    """The recipe with each ``key=value`` applied; paths in them are taken from the working directory."""
-    doc = copy.deepcopy(doc)
-    for text in overrides:
-        keys, value = parse_override(text)
-        value = absolute_path(keys, value, Path.cwd())  # an override's path is from where it was typed
-        node = doc
-        for depth, key in enumerate(keys[:-1]):
-            if isinstance(node, list):
-                key = int(key) if key.isdigit() else key
-            nxt = _child(node, key)
-            if nxt is None:
-                if not isinstance(node, dict):
-                    size = f" (the list has {len(node)} items)" if isinstance(node, list) else ""
-                    raise RecipeError(f"override {text!r}: {'.'.join(map(str, keys[: depth + 1]))} does not exist{size}")
-                nxt = node[key] = {}
-            if keys[0] == "rewards" and depth == 1 and isinstance(nxt, str):
-                nxt = node[key] = {"name": nxt}  # a reward given by bare name gains a mapping to override
-            if not isinstance(nxt, (dict, list)):
-                raise RecipeError(f"override {text!r}: {'.'.join(map(str, keys[: depth + 1]))} is {kind_of(nxt)}, not a section")
-            node = nxt
-        last = keys[-1]
-        if isinstance(node, list):
-            last = int(last) if last.isdigit() else last
-            if not isinstance(last, int) or last >= len(node):
-                raise RecipeError(f"override {text!r}: index {last} is out of range (the list has {len(node)} items)")
-        node[last] = value
-    return doc
 
 
 def _check_section(section: dict, schema: dict[str, Spec], path: str, problems: list[str]) -> dict:
@@ -696,7 +356,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     columns = {}
     origins: dict[str, str] = {}
     if training is not None and top.get("algorithm") is not None:
-        training, origins, preset_problems = algorithms.expand(top["algorithm"], training)
+        training, origins, preset_problems = variants.expand(top["algorithm"], training)
         problems.extend(preset_problems)
     if data is not None:
         columns = _check_data(data, top["data"], bool((evaluation or {}).get("enabled")), base_dir, problems)
@@ -706,7 +366,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         problem = output_dir.check(top["output_dir"], path)
         problems.extend([problem] if problem else [])
     if model is not None and isinstance(model.get("name"), str):
-        problems.extend(model_source.check(model["name"], base_dir))
+        problems.extend(model_names.check(model["name"], base_dir))
     if training is not None:
         if "reward_weights" in training:
             problems.append("training.reward_weights: set each reward's weight in rewards[i].weight instead")
@@ -742,10 +402,3 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
 def _call_args(args: dict) -> str:
     """``n=3, column='answer'``: a factory's arguments as a call shows them."""
     return ", ".join(f"{key}={value!r}" for key, value in args.items())
-
-
-def load(ref: str, overrides: list[str] | None = None) -> Recipe:
-    """Locate, read, override and validate a recipe."""
-    path = locate(ref)
-    doc = read_yaml(path)
-    return validate(apply_overrides(doc, overrides or []), path)

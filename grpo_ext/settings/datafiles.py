@@ -18,8 +18,9 @@ import string
 from collections.abc import Iterator
 from pathlib import Path
 
-from grpo_ext.base import kind_of, listing
-from grpo_ext.errors import RecipeError
+from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.text import listing
+from grpo_ext.core.values import kind_of
 
 SUFFIXES = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}  # suffix → datasets' builder
 SAVED = "saved"  # a folder written by Dataset.save_to_disk or DatasetDict.save_to_disk

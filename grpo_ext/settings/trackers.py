@@ -6,7 +6,7 @@ missing service a recipe error (one line naming the fix) instead of a traceback 
 
 import importlib.util
 
-from grpo_ext.base import shown, suggest
+from grpo_ext.core.text import shown, suggest
 
 # report_to name → (modules that provide it, package to install). Names are transformers' integrations.
 SERVICES: dict[str, tuple[tuple[str, ...], str]] = {

@@ -4,9 +4,9 @@ from pathlib import Path
 
 import yaml
 
-from grpo_ext.base import load_yaml
+from grpo_ext.core.yaml_io import load_yaml
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_DIR = Path(__file__).resolve().parents[1]  # grpo_ext/
 
 # Shipped recipes live in the repository's top-level recipes/ folder; a built wheel carries them
 # inside the package as _recipes/.

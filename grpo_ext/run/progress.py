@@ -6,7 +6,7 @@ import sys
 import time
 from pathlib import Path
 
-from grpo_ext.base import fmt
+from grpo_ext.core.text import fmt
 
 
 def _num(value):

@@ -13,7 +13,8 @@ import importlib.util
 from functools import cache
 from pathlib import Path
 
-from grpo_ext.base import coerce, describe_kinds, kind_of, shown, suggest
+from grpo_ext.core.text import shown, suggest
+from grpo_ext.core.values import coerce, describe_kinds, kind_of
 
 LORA_DEFAULTS: dict[str, object] = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": "all-linear"}
 

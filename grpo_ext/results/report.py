@@ -7,8 +7,12 @@ from pathlib import Path
 
 import yaml
 
-from grpo_ext import compat, hardware, health, plots, rundir
-from grpo_ext.base import fmt, load_yaml, write_atomic
+from grpo_ext.core.files import write_atomic
+from grpo_ext.core.text import fmt
+from grpo_ext.core.yaml_io import load_yaml
+from grpo_ext.results import plots, watchdog
+from grpo_ext.run import hardware, rundir
+from grpo_ext.settings import compat
 
 
 def new_summary(recipe: str, model: str, processes: int) -> dict:
@@ -227,7 +231,7 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
         lines += [f"- {line}" for line in change_lines(summary.get("eval_change"), "After vs before")]
     else:
         lines.append("No eval ran (no `data.eval_prompts`, or `eval.enabled: false`).")
-    lines += health.markdown(summary.get("health"))
+    lines += watchdog.markdown(summary.get("health"))
     lines += ["", "## Training curves", ""]
     lines.append(
         "![reward, each reward function, KL, completion length, entropy and clipped ratios against step](curves.png)"

@@ -10,8 +10,9 @@ import contextlib
 import dataclasses
 import statistics
 
-from grpo_ext import compat, evalstats
 from grpo_ext.recipe import Recipe
+from grpo_ext.results import evalstats
+from grpo_ext.settings import compat
 
 
 @dataclasses.dataclass(frozen=True)
@@ -213,7 +214,7 @@ def random_state_kept():
         np.random.set_state(numpy)
 
 
-def evaluate(model, tokenizer, rows: list[dict], reward_funcs: list, s: Settings, *, chat: bool) -> dict:
+def score_model(model, tokenizer, rows: list[dict], reward_funcs: list, s: Settings, *, chat: bool) -> dict:
     """Sample ``s.samples`` completions per row (under bf16 autocast when ``s.bf16``) and score them with the rewards."""
     with random_state_kept():  # training then draws what it would have drawn without an eval
         with precision(model, s):

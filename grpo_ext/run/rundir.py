@@ -27,9 +27,9 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grpo_ext.base import write_atomic
-from grpo_ext.errors import RecipeError
-from grpo_ext.output_dir import LOCK, MARKER, is_run_dir, written_by_run
+from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.files import write_atomic
+from grpo_ext.settings.output_dir import LOCK, MARKER, is_run_dir, written_by_run
 
 MANIFEST = "grpo_ext_complete.json"
 _CHECKPOINT = re.compile(r"checkpoint-(\d+)")

@@ -19,8 +19,9 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from grpo_ext import batch_rules
-from grpo_ext.base import clip, coerce, describe_kinds, kind_of, shown, suggest
+from grpo_ext.core.text import clip, shown, suggest
+from grpo_ext.core.values import coerce, describe_kinds, kind_of
+from grpo_ext.settings import batch_rules
 
 MIN_TRL = Version("0.19")
 

@@ -11,9 +11,12 @@ from pathlib import Path
 
 import yaml
 
-from grpo_ext import adapters, catalog, compat, hardware, launch, model_source
-from grpo_ext.base import exists, load_yaml
-from grpo_ext.errors import RecipeError, RunError
+from grpo_ext.core import catalog
+from grpo_ext.core.errors import RecipeError, RunError
+from grpo_ext.core.files import exists
+from grpo_ext.core.yaml_io import load_yaml
+from grpo_ext.run import hardware, launch, model_cache
+from grpo_ext.settings import adapters, compat, model_names
 
 
 def lora_config(model_cfg: dict):
@@ -51,20 +54,20 @@ def load(model_cfg: dict, base_dir: Path, log=print):
 
     A cached conversion that cannot be read (hand-edited, half-copied) is converted again, announced in one line.
     """
-    source = model_source.resolve(model_cfg["name"], base_dir)
-    where = model_source.materialize(source, log)
+    source = model_names.resolve(model_cfg["name"], base_dir)
+    where = model_cache.materialize(source, log)
     if source.kind in ("local", "hub"):
         log(f"model: {source.describe()}")
     try:
         return _load(where, model_cfg, source)
     except RunError as exc:
-        if model_source.checkpoint_dir(source) is None:
+        if model_names.checkpoint_dir(source) is None:
             raise
-        model_source.discard(source, str(exc.__cause__ or exc).splitlines()[0][:200], log)  # hand-edited, half-copied
-        return _load(model_source.materialize(source, log), model_cfg, source)
+        model_cache.discard(source, str(exc.__cause__ or exc).splitlines()[0][:200], log)  # hand-edited, half-copied
+        return _load(model_cache.materialize(source, log), model_cfg, source)
 
 
-def _load(where: str, model_cfg: dict, source: model_source.Source):
+def _load(where: str, model_cfg: dict, source: model_names.Source):
     """(model, tokenizer, description) from a folder or hub id that from_pretrained reads."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -96,7 +99,7 @@ def parameter_count(model_cfg: dict, base_dir: Path) -> int:
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    where = model_source.materialize(model_source.resolve(model_cfg["name"], base_dir), log=lambda _m: None)
+    where = model_cache.materialize(model_names.resolve(model_cfg["name"], base_dir), log=lambda _m: None)
     remote = model_cfg.get("trust_remote_code", False)
     config = AutoConfig.from_pretrained(where, trust_remote_code=remote, revision=model_cfg.get("revision"))
     with torch.device("meta"):

@@ -7,9 +7,9 @@ into TRL's objects. It imports TRL only inside the functions that build them.
 import dataclasses
 import inspect
 
-from grpo_ext import compat
-from grpo_ext.errors import RunError
+from grpo_ext.core.errors import RunError
 from grpo_ext.recipe import Recipe
+from grpo_ext.settings import compat
 
 
 def config_kwargs(recipe: Recipe, present: set[str] | None = None) -> tuple[dict, list[str], dict[str, str]]:

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 from packaging.version import Version
 
-from grpo_ext import compat
-from grpo_ext.base import suggest
+from grpo_ext.core.text import suggest
+from grpo_ext.settings import compat
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ off, so that the last steps train on the model's own sampling, the sampling the 
 on trains a model that stops only when pushed.
 """
 
-from grpo_ext.base import plural
-from grpo_ext.errors import RunError
+from grpo_ext.core.errors import RunError
+from grpo_ext.core.text import plural
 
 PENALTY = "exponential_decay_length_penalty"
 

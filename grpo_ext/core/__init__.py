@@ -1,0 +1,2 @@
+"""Layer 1, core: errors, words for messages, value kinds, bounded YAML, whole-file writes, the console and the
+catalog of what ships. Standard library and PyYAML only; imports nothing else of the package."""

@@ -1,0 +1,120 @@
+"""YAML a user gives, read within bounds (depth, alias expansion, integer size); keys given twice named."""
+
+import yaml
+
+from grpo_ext.core.text import clip
+
+# Bounds on YAML a user gives (a recipe, an override), checked while it is read so that nothing past them is built.
+# A recipe is a few levels deep; the composer recurses about three frames a level, so 100 stays far inside
+# Python's recursion limit of 1000 wherever it is called from.
+MAX_YAML_DEPTH = 100
+# Values a document stands for with every alias written out: a 1 MB recipe without aliases holds at most 500,000
+# (`[1,1,...]`), while a 2 KB "billion laughs" of nine aliases a level stands for 9**10.
+MAX_YAML_VALUES = 1_000_000
+# Digits of an integer: past 308 no float holds it, and Python's int() refuses past 4300.
+MAX_INT_DIGITS = 308
+
+
+class YAMLRefused(yaml.MarkedYAMLError):
+    """Well-formed YAML beyond a bound of ``load_yaml``; ``problem`` says which, ``problem_mark`` where."""
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that counts, while it composes, how deep each node is and how many values it stands
+    for with its aliases written out, and refuses an alias used inside the node it names."""
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self.depth = 0
+        self.values: dict[int, int] = {}  # id(node) -> values it stands for, set once the node is complete
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if self.depth >= MAX_YAML_DEPTH:
+            problem = f"nested more than {MAX_YAML_DEPTH} levels deep; a recipe needs a few"
+            raise YAMLRefused(None, None, problem, event.start_mark)
+        self.depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self.depth -= 1
+        if isinstance(event, yaml.AliasEvent):
+            if id(node) not in self.values:
+                problem = f"alias *{event.anchor} is used inside the node it names; an alias repeats a node given before it"
+                raise YAMLRefused(None, None, problem, event.start_mark)
+            return node
+        children = node.value if isinstance(node, yaml.SequenceNode) else []
+        if isinstance(node, yaml.MappingNode):
+            children = [child for pair in node.value for child in pair]
+        count = 1 + sum(self.values[id(child)] for child in children)
+        if count > MAX_YAML_VALUES:
+            problem = f"its aliases expand to more than {MAX_YAML_VALUES:,} values; a recipe holds far fewer: use fewer aliases"
+            raise YAMLRefused(None, None, problem, event.start_mark)
+        self.values[id(node)] = count
+        return node
+
+    def construct_yaml_int(self, node):
+        body = node.value.replace("_", "").lstrip("+-")
+        digits = len(body[2:] if body[:2] in ("0x", "0b") else body)
+        if digits > MAX_INT_DIGITS:
+            problem = f"an integer of {digits} digits; a recipe's numbers have at most {MAX_INT_DIGITS}"
+            raise YAMLRefused(None, None, problem, node.start_mark)
+        return super().construct_yaml_int(node)
+
+
+_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_yaml_int)
+
+
+def load_yaml(text: str):
+    """``yaml.safe_load`` within the bounds above: ``YAMLRefused`` past one, ``yaml.YAMLError`` for bad syntax.
+
+    >>> load_yaml("seed: 7"), load_yaml("a: &x [1, 2]\\nb: *x")
+    ({'seed': 7}, {'a': [1, 2], 'b': [1, 2]})
+    >>> for text in ("[" * 101 + "]" * 101, "a: &a [*a]", "seed: " + "9" * 400):
+    ...     try:
+    ...         load_yaml(text)
+    ...     except YAMLRefused as exc:
+    ...         print(f"column {exc.problem_mark.column + 1}: {exc.problem}")
+    column 101: nested more than 100 levels deep; a recipe needs a few
+    column 8: alias *a is used inside the node it names; an alias repeats a node given before it
+    column 7: an integer of 400 digits; a recipe's numbers have at most 308
+    """
+    loader = _BoundedLoader(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
+
+
+def duplicate_keys(text: str) -> list[str]:
+    r"""One line per key that a mapping of this YAML text gives twice (YAML itself keeps the last silently).
+
+    >>> duplicate_keys("training:\n  learning_rate: 1.0e-5\n  beta: 0.0\n  learning_rate: 3.0e-5\n")
+    ['training.learning_rate: given twice (lines 2 and 4); keep one']
+    """
+    problems: list[str] = []
+    walked: set[int] = set()  # an alias repeats a node: walk it once, however often it is named
+
+    def walk(node, path: str) -> None:
+        if id(node) in walked:
+            return
+        walked.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            seen: dict = {}
+            for key, value in node.value:
+                if key.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults` may be overridden on purpose
+                    continue
+                name = key.value if isinstance(key, yaml.ScalarNode) else str(key.start_mark.line + 1)
+                where = f"{path}.{clip(name)}" if path else clip(name)
+                if name in seen:
+                    first = seen[name]
+                    problems.append(f"{where}: given twice (lines {first} and {key.start_mark.line + 1}); keep one")
+                else:
+                    seen[name] = key.start_mark.line + 1
+                walk(value, where)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                walk(item, f"{path}[{i}]")
+
+    walk(yaml.compose(text, Loader=_BoundedLoader), "")
+    return problems

@@ -1,0 +1,175 @@
+"""Every recipe key: the YAML kinds it accepts, its default, its allowed values and its one line of documentation.
+Validation, the JSON Schema (``grpo-ext schema``) and the docs' key reference are all read from here.
+"""
+
+from dataclasses import dataclass
+
+from grpo_ext.rewards.guard import ON_ERROR
+
+MAX_RECIPE_BYTES = 1_000_000
+
+
+@dataclass(frozen=True)
+class Spec:
+    """One recipe key: the YAML kinds it accepts, its default, and (optionally) the values allowed."""
+
+    kinds: tuple[str, ...]
+    default: object = None
+    choices: tuple | None = None
+    required: bool = False
+    minimum: float | None = None
+    maximum: float | None = None
+    doc: str = ""
+
+
+SCHEMA: dict[str, dict[str, Spec]] = {
+    "model": {
+        "name": Spec(("str",), required=True, doc="catalog alias, hub id, local directory or .gguf file"),
+        "dtype": Spec(
+            ("str",),
+            "auto",
+            ("auto", "float32", "bfloat16", "float16"),
+            doc="weights dtype; auto: float32 on CPU, bf16 on a GPU that has it",
+        ),
+        "trust_remote_code": Spec(("bool",), False, doc="run model code from the hub repository (off unless you trust it)"),
+        "revision": Spec(("str", "null"), None, doc="hub branch, tag or commit"),
+        "lora": Spec(
+            ("dict", "bool", "null"),
+            None,
+            doc="peft LoraConfig keys (r, lora_alpha, target_modules, ...); true: r=16, alpha=32, all-linear",
+        ),
+        "quantization": Spec(
+            ("str", "null"),
+            None,
+            ("4bit", "8bit", None),
+            doc="load the base in 4-bit NF4 (QLoRA) or 8-bit with bitsandbytes; needs lora",
+        ),
+    },
+    "data": {
+        "prompts": Spec(("list", "null"), None, doc="training prompts, one string each"),
+        "file": Spec(
+            ("str", "null"),
+            None,
+            doc=".jsonl, .json, .csv, .parquet or a save_to_disk folder with a prompt column (relative to the recipe)",
+        ),
+        "prompt_column": Spec(("str",), "prompt", doc="column holding each prompt: text or a list of chat messages"),
+        "prompt_template": Spec(
+            ("str", "null"), None, doc="build each prompt from columns instead: 'Question: {question}\\nAnswer:'"
+        ),
+        "system_prompt": Spec(("str", "null"), None, doc="system message put before every prompt in chat format"),
+        "chat": Spec(
+            ("str", "bool"),
+            "auto",
+            ("auto", True, False),
+            doc="format prompts as chat messages; auto: when the tokenizer has a chat template",
+        ),
+        "eval_prompts": Spec(
+            ("list", "null"), None, doc="held-out prompts scored before and after training: strings or {prompt: ..., answer: ...}"
+        ),
+        "eval_file": Spec(("str", "null"), None, doc="held-out rows from a file (same formats as file)"),
+        "source": Spec(("str", "null"), None, doc="a built-in generator of prompts with answers: arith"),
+        "source_args": Spec(("dict",), {}, doc="keyword arguments for the generator"),
+        "hub": Spec(("str", "null"), None, doc="a Hugging Face Hub dataset id (org/name)"),
+        "hub_config": Spec(("str", "null"), None, doc="the hub dataset's configuration name"),
+        "hub_split": Spec(("str",), "train", doc="split to train on, of a hub dataset or a saved DatasetDict"),
+        "eval_split": Spec(("str", "null"), None, doc="held-out split of the hub dataset or the saved DatasetDict"),
+        "eval_size": Spec(
+            ("int", "null"),
+            None,
+            minimum=1,
+            doc="eval rows: the first N of eval_file/eval_split; without them, N training rows held out; null: all",
+        ),
+        "eval_fraction": Spec(("float", "null"), None, doc="hold out this share (0 to 1) of the training rows for eval"),
+    },
+    "eval": {
+        "enabled": Spec(("bool",), True, doc="score eval_prompts before and after training"),
+        "samples": Spec(("int",), 8, minimum=1, doc="completions sampled per eval prompt"),
+        "temperature": Spec(("float", "null"), None, minimum=0, doc="sampling temperature; null: training.temperature"),
+        "max_new_tokens": Spec(("int", "null"), None, minimum=1, doc="null: training.max_completion_length"),
+        "pass_threshold": Spec(("float",), 1.0, doc="a sample passes a reward when its score is at least this"),
+        "batch_size": Spec(("int",), 64, minimum=1, doc="sequences generated at once"),
+        "pass_at": Spec(("list", "null"), None, doc="k values for pass@k, each from 1 to samples; null: 1 and samples"),
+    },
+    "health": {  # training health (grpo_ext/results/watchdog.py); thresholds calibrated on recipes/digit.yaml, see README
+        "preflight": Spec(
+            ("str", "bool"),
+            "warn",
+            ("warn", "fail", "off", False),
+            doc="score the base model's samples before step 1; fail: stop on a warning; off (YAML reads it as false): skip",
+        ),
+        "preflight_prompts": Spec(
+            ("int",), 8, minimum=1, doc="training prompts sampled (num_generations each) by the pre-flight"
+        ),
+        "on_problem": Spec(
+            ("str",), "warn", ("warn", "stop"), doc="a watchdog finding: warn, or stop (checkpoint saved, exit 1)"
+        ),
+        "zero_std_share": Spec(
+            ("float",), 0.9, minimum=0, doc="share of groups with zero reward spread that counts as no signal"
+        ),
+        "no_signal_steps": Spec(("int",), 6, minimum=1, doc="steps in a row without signal before the watchdog says so"),
+        # 3: a weak base model's first replies may all be ones a reward cannot parse; three steps in a row is the reward
+        "unscored_steps": Spec(
+            ("int",), 3, minimum=1, doc="steps in a row where every reward returned None for every sample (on_error: skip)"
+        ),
+        "flat_steps": Spec(("int",), 8, minimum=2, doc="window (steps) for a flat reward and for KL growth"),
+        "flat_reward": Spec(("float",), 0.05, minimum=0, doc="the reward's range over flat_steps below which it counts as flat"),
+        "entropy_floor": Spec(("float",), 0.05, minimum=0, doc="mean token entropy (nats) below which exploration has collapsed"),
+        "clipped_share": Spec(
+            ("float",),
+            0.9,
+            minimum=0,
+            doc="mean share of completions cut at max_completion_length, over clipped_steps, that counts as pinned",
+        ),
+        "clipped_steps": Spec(("int",), 8, minimum=1, doc="window (steps) over which the cut share is averaged"),
+        "kl_max": Spec(("float",), 1.0, minimum=0, doc="median KL over flat_steps above which KL has blown up"),
+        "kl_growth": Spec(
+            ("float",), 4.0, minimum=1, doc="median KL over flat_steps growing by this factor counts as rising fast"
+        ),
+        "length_growth": Spec(
+            ("float",), 2.0, minimum=1, doc="mean completion length growing by this factor while the reward rises"
+        ),
+        "scale_ratio": Spec(
+            ("float",), 10.0, minimum=1, doc="rewards whose spreads differ by this factor are on different scales"
+        ),
+    },
+    "explore": {  # sampling help for the first steps (grpo_ext/run/explore.py); README: The digit recipe across seeds
+        "end_boost": Spec(
+            ("float", "null"),
+            None,
+            minimum=1.0,
+            doc="while training samples, multiply the end-of-reply score by this per token after start; null: off",
+        ),
+        "start": Spec(("int",), 1, minimum=0, doc="tokens of the reply before the end boost begins"),
+        "steps": Spec(("int",), 8, minimum=1, doc="first steps sampled with the boost; the later ones sample as the eval does"),
+    },
+    "reward": {
+        "name": Spec(("str",), required=True, doc="registry name, module:function, file.py:function or entry point"),
+        "weight": Spec(("float",), 1.0, doc="weight in the summed reward (TRL reward_weights)"),
+        "args": Spec(("dict",), {}, doc="keyword arguments for a reward factory"),
+        "on_error": Spec(("str",), "fail", ON_ERROR, doc="a raising reward: fail stops the run; skip scores that sample None"),
+        "pass_threshold": Spec(
+            ("float", "null"), None, doc="an eval sample passes this reward at this score; null: the reward's own, else eval's"
+        ),
+        "timeout": Spec(
+            ("float", "null"), 120.0, minimum=0.1, doc="seconds one call may take before the run stops; null: no limit"
+        ),
+    },
+}
+
+TOP_LEVEL: dict[str, Spec] = {
+    "model": Spec(("dict",), required=True, doc="the model to train: name, dtype, LoRA and quantization (model: keys below)"),
+    "data": Spec(("dict",), required=True, doc="training prompts and held-out eval rows: inline, a file, a generator or the hub"),
+    "rewards": Spec(("list",), required=True, doc="reward functions: names, or mappings with the rewards[i] keys below"),
+    "training": Spec(("dict",), {}, doc="GRPOConfig keys under TRL's own names, checked against the installed TRL"),
+    "algorithm": Spec(
+        ("str", "null"), None, doc="a GRPO variant by name (grpo-ext algorithms); it fills the training keys it defines"
+    ),  # a GRPO variant (grpo-ext algorithms): fills training keys the recipe leaves out
+    "eval": Spec(("dict",), {}, doc="the before/after eval on held-out prompts: samples, temperature, pass threshold"),
+    "health": Spec(("dict",), {}, doc="the reward pre-flight and the training watchdog's thresholds"),
+    "explore": Spec(("dict",), {}, doc="an end-of-reply boost for the first training steps"),
+    "output_dir": Spec(("str",), required=True, doc="the run directory, relative to the working directory"),
+    "seed": Spec(("int",), 0, minimum=0, maximum=2**32 - 1, doc="random seed"),  # the seeds numpy (and so TRL's set_seed) takes
+    "resume": Spec(
+        ("bool", "str"), False, (False, True, "auto"), doc="continue from the last complete checkpoint; auto: when there is one"
+    ),
+}

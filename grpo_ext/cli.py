@@ -14,6 +14,7 @@
     grpo-ext doctor RUN_DIR                             a run's health: findings and remedies; exit 1 when not healthy
     grpo-ext doctor --env [RECIPE]                      versions, devices and cache for a bug report; known-bad combinations
     grpo-ext algorithms [NAME]                          GRPO variants a recipe names with algorithm:, and what each sets
+    grpo-ext schema [--out FILE]                        the recipe's JSON Schema, for an editor's YAML language server
 
 Exit status, for every verb: 0 done; 2 bad input (one ``error:`` line per problem, nothing written);
 1 a failure while running; 130 interrupted.
@@ -23,16 +24,15 @@ import argparse
 import contextlib
 import inspect
 import os
-import shutil
 import sys
 from pathlib import Path
 
 from grpo_ext import rewards
 from grpo_ext.core import catalog
 from grpo_ext.core.errors import RecipeError, RunError
-from grpo_ext.core.files import exists
+from grpo_ext.core.files import exists, write_atomic
 from grpo_ext.core.text import first_line, suggest
-from grpo_ext.recipe import load, parse_override
+from grpo_ext.recipe import json_schema, load, parse_override
 from grpo_ext.rewards import registry
 from grpo_ext.settings import compat, shapes, variants
 from grpo_ext.verbs import doctor, evaluate, merge, plan, sweep, train
@@ -95,7 +95,9 @@ def cmd_cp(args) -> None:
     if dest.exists() and not args.force:
         raise RecipeError(f"{dest} exists; pass --force to replace it")
     dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(shipped[args.name], dest)
+    # the shipped recipe names its schema relative to recipes/; the copy names the shipped file wherever it goes
+    text = shipped[args.name].read_text(encoding="utf-8")
+    write_atomic(dest, catalog.point_at_schema(text, catalog.schema_file().resolve().as_uri()))
     print(
         f"copied {args.name} to {dest}; edit it (runs go to its output_dir), then: "
         f"grpo-ext validate {dest} && python -m grpo_ext.train {dest}"
@@ -177,6 +179,21 @@ def _counts_tokens(fn) -> bool:
         return "completion_ids" in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
+
+
+def cmd_schema(args) -> None:
+    """``grpo-ext schema [--out FILE]``: the recipe's JSON Schema, for an editor's YAML language server."""
+    text = json_schema.text()
+    if args.out is None:
+        sys.stdout.write(text)
+        return
+    out = Path(args.out)
+    if out.is_dir():
+        raise RecipeError(f"--out: {out} is a folder; give a file name, e.g. {out / catalog.SCHEMA_FILE}")
+    if not out.parent.is_dir():
+        raise RecipeError(f"--out: folder {out.parent} does not exist; create it or give another path")
+    write_atomic(out, text)
+    print(f"wrote {out}; put this line in a recipe to use it: {catalog.SCHEMA_LINE}{out.resolve().as_uri()}")
 
 
 def cmd_algorithms(args) -> None:
@@ -269,6 +286,10 @@ def parser() -> argparse.ArgumentParser:
         "--column", action="append", default=[], metavar="NAME=VALUE", help="a dataset column the reward reads (repeatable)"
     )
     score.set_defaults(fn=cmd_rewards_score)
+
+    sc = sub.add_parser("schema", help="the recipe's JSON Schema, for editors (completion and docs on every key)")
+    sc.add_argument("--out", help="write it to this file instead of printing it")
+    sc.set_defaults(fn=cmd_schema)
 
     al = sub.add_parser("algorithms", help="GRPO variants by name (algorithm: NAME in a recipe) and what each sets")
     al.add_argument("name", nargs="?", help="one variant: its paper, each setting and why")

@@ -48,7 +48,8 @@ def test_cp_then_edit_validate_train(tiny_model, tmp_path, monkeypatch, capsys, 
     monkeypatch.chdir(tmp_path)
     assert cli.main(["cp", "digit", "my.yaml"]) == 0
     assert "grpo-ext validate my.yaml && python -m grpo_ext.train my.yaml" in capsys.readouterr().out
-    assert (tmp_path / "my.yaml").read_text() == catalog.shipped_recipes()["digit"].read_text()
+    shipped = catalog.shipped_recipes()["digit"].read_text()  # the same, with the schema line naming the shipped file
+    assert (tmp_path / "my.yaml").read_text() == catalog.point_at_schema(shipped, catalog.schema_file().resolve().as_uri())
     assert cli.main(["cp", "digit", "my.yaml"]) == 2  # never overwrites by accident
     assert "my.yaml exists; pass --force" in capsys.readouterr().err
 

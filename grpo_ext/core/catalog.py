@@ -42,6 +42,29 @@ def shipped_recipes() -> dict[str, Path]:
     return {p.relative_to(root).with_suffix("").as_posix(): p for p in sorted(root.rglob("*.yaml"))}
 
 
+# Editors with a YAML language server read this comment for the recipe's JSON Schema (``grpo-ext schema``).
+SCHEMA_FILE = "recipe.schema.json"
+SCHEMA_LINE = "# yaml-language-server: $schema="
+
+
+def schema_file() -> Path:
+    """The JSON Schema that ships beside the recipes."""
+    return recipes_dir() / SCHEMA_FILE
+
+
+def point_at_schema(text: str, schema: str) -> str:
+    """A recipe's text with its schema comment naming ``schema`` (a path or URL); unchanged without one.
+
+    >>> point_at_schema("# Digit task\n# yaml-language-server: $schema=recipe.schema.json\nseed: 0\n", "/x/s.json")
+    '# Digit task\n# yaml-language-server: $schema=/x/s.json\nseed: 0\n'
+    """
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        if line.startswith(SCHEMA_LINE):
+            lines[i] = f"{SCHEMA_LINE}{schema}\n"
+    return "".join(lines)
+
+
 def recipe_summary(path: Path) -> str:
     """First line of a recipe's header comment, used as its one-line description."""
     for line in path.read_text(encoding="utf-8").splitlines():

@@ -90,7 +90,8 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "batch_size": Spec(("int",), 64, minimum=1, doc="sequences generated at once"),
         "pass_at": Spec(("list", "null"), None, doc="k values for pass@k, each from 1 to samples; null: 1 and samples"),
     },
-    "health": {  # training health (grpo_ext/results/watchdog.py); thresholds calibrated on recipes/digit.yaml, see README
+    # training health (grpo_ext/results/watchdog.py); thresholds calibrated on recipes/digit.yaml (docs/benchmarks/watchdog.md)
+    "health": {
         "preflight": Spec(
             ("str", "bool"),
             "warn",
@@ -132,7 +133,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             ("float",), 10.0, minimum=1, doc="rewards whose spreads differ by this factor are on different scales"
         ),
     },
-    "explore": {  # sampling help for the first steps (grpo_ext/run/explore.py); README: The digit recipe across seeds
+    "explore": {  # sampling help for the first steps (grpo_ext/run/explore.py); docs/benchmarks/digit-seeds.md
         "end_boost": Spec(
             ("float", "null"),
             None,

@@ -1,7 +1,7 @@
 """Training health: a watchdog that reads the metrics TRL logs each step and names a run that trains without
 learning, with its likely cause and the remedy.
 
-The rules turn the troubleshooting table of the GRPO tutorial into checks (README, "Training health"): steps
+The rules turn the troubleshooting table of the GRPO tutorial into checks (docs/health.md): steps
 where no sample got a score (every reward returned None), no learning signal (every completion of a group
 scored alike, so the group-relative advantage is zero), a flat reward, entropy collapse, KL rising fast (its
 median over a window, not the mean), completions pinned at ``max_completion_length``, a NaN or infinite loss

@@ -43,7 +43,7 @@ def hardware_defaults(
 
     bf16 (mixed precision: float32 weights, bf16 matrix products under autocast) is chosen on a GPU
     that supports it, and on a CPU with native bf16 (``cpu_flag``, from :func:`cpu_bf16`), where it
-    makes a digit.yaml step about 1.7x faster (README, Speed). A quantized model on the
+    makes a digit.yaml step about 1.7x faster (docs/benchmarks/recipe-settings.md). A quantized model on the
     CPU keeps float32: bitsandbytes computes there in float32.
     """
     notes = []

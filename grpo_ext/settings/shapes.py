@@ -29,7 +29,7 @@ MODELS: dict[str, tuple[str, int, int, int, int, int | None, int, int, bool]] = 
     "meta-llama/Llama-3.2-1B": ("llama", 16, 2048, 32, 8, 64, 8192, 128256, True),
     "meta-llama/Llama-3.2-3B": ("llama", 28, 3072, 24, 8, 128, 8192, 128256, True),
     "meta-llama/Llama-3.1-8B": ("llama", 32, 4096, 32, 8, 128, 14336, 128256, False),
-    "meta-llama/Llama-2-70b-hf": ("llama", 80, 8192, 64, 8, 128, 28672, 32000, False),  # docs/plan-check.md measures it
+    "meta-llama/Llama-2-70b-hf": ("llama", 80, 8192, 64, 8, 128, 28672, 32000, False),  # docs/benchmarks/plan-check.md
     "HuggingFaceTB/SmolLM2-135M": ("llama", 30, 576, 9, 3, 64, 1536, 49152, True),
     "HuggingFaceTB/SmolLM2-360M": ("llama", 32, 960, 15, 5, 64, 2560, 49152, True),
     "HuggingFaceTB/SmolLM2-1.7B": ("llama", 24, 2048, 32, 32, 64, 8192, 49152, True),

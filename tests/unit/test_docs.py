@@ -1,0 +1,133 @@
+"""The docs: every recipe key has its one line of documentation, the generated key reference names every key, the
+README stays a front door whose links resolve, and every page of the site is in its nav. Needs neither MkDocs nor
+torch: the build hook is imported from its file."""
+
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+import yaml
+
+from grpo_ext.recipe.schema import SCHEMA, TOP_LEVEL
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+README = ROOT / "README.md"
+README_LIMIT = 15_000
+# The two commands CI and a first-time reader copy from the README, byte for byte.
+README_COMMANDS = [
+    "python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e . && .venv/bin/python -m grpo_ext.train recipes/digit.yaml",
+    'python3 -m venv .venv && .venv/bin/pip install torch==2.13.0 -e ".[test]" && .venv/bin/python -m pytest',
+]
+
+
+@pytest.fixture(scope="module")
+def hook():
+    """docs/hooks/keys.py, loaded from its path (it is not a package module)."""
+    spec = importlib.util.spec_from_file_location("grpo_ext_docs_keys_hook", DOCS / "hooks" / "keys.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def all_specs() -> list[tuple[str, object]]:
+    """(key path as a recipe writes it, Spec) for every top-level key and every key of every section."""
+    specs = list(TOP_LEVEL.items())
+    for section, keys in SCHEMA.items():
+        prefix = "rewards[i]" if section == "reward" else section
+        specs += [(f"{prefix}.{key}", spec) for key, spec in keys.items()]
+    return specs
+
+
+class _IgnoreTags(yaml.SafeLoader):
+    """mkdocs.yml may carry tags for MkDocs (``!!python/name:``, ``!relative``); read them as null."""
+
+
+_IgnoreTags.add_multi_constructor("", lambda loader, suffix, node: None)
+
+
+def mkdocs_config() -> dict:
+    return yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_IgnoreTags)
+
+
+def nav_pages(node) -> list[str]:
+    """Every page path in a nav tree: strings, and the values of ``Title: page`` mappings, at any depth."""
+    if isinstance(node, str):
+        return [node]
+    if isinstance(node, list):
+        return [page for item in node for page in nav_pages(item)]
+    if isinstance(node, dict):
+        return [page for value in node.values() for page in nav_pages(value)]
+    return []
+
+
+def excluded(relative: str, patterns: list[str]) -> bool:
+    """Whether ``exclude_docs`` (folder entries end with ``/``) leaves a docs file out of the site."""
+    return any(relative == p or (p.endswith("/") and relative.startswith(p)) for p in patterns)
+
+
+def test_every_recipe_key_has_a_doc():
+    missing = [path for path, spec in all_specs() if not (spec.doc or "").strip()]
+    assert not missing, f"recipe keys without doc= in grpo_ext/recipe/schema.py: {', '.join(missing)}"
+
+
+def test_the_key_reference_names_every_key(hook):
+    text = hook.render_keys()
+    missing = [path for path, _ in all_specs() if f"`{path}`" not in text]
+    assert not missing, f"docs/hooks/keys.py render_keys() leaves out: {', '.join(missing)}"
+    assert text.startswith("# Recipe keys\n")
+
+
+def test_readme_is_a_front_door(hook):
+    size = len(README.read_bytes())
+    assert size <= README_LIMIT, f"README.md is {size} bytes; keep it at most {README_LIMIT} (move detail to docs/)"
+    lines = README.read_text(encoding="utf-8").splitlines()
+    for command in README_COMMANDS:
+        assert command in lines, f"README.md lost the command line {command!r}"
+
+
+def test_readme_links_to_docs_resolve(hook):
+    text = README.read_text(encoding="utf-8")
+    links = re.findall(r"\]\((docs/[^)#\s]+)(?:#[^)\s]*)?\)", text)
+    assert links, "README.md links to no docs page"
+    generated = {f"docs/{hook.PAGE}"}
+    broken = [link for link in links if not (ROOT / link).is_file() and link not in generated]
+    assert not broken, f"README.md links to missing docs files: {', '.join(broken)}"
+
+
+def test_every_docs_page_is_in_the_nav(hook):
+    config = mkdocs_config()
+    patterns = [line.strip() for line in (config.get("exclude_docs") or "").splitlines() if line.strip()]
+    nav = nav_pages(config.get("nav") or [])
+    pages = sorted(
+        path.relative_to(DOCS).as_posix()
+        for path in DOCS.rglob("*.md")
+        if not path.relative_to(DOCS).as_posix().startswith("hooks/")
+    )
+    pages = [page for page in pages if not excluded(page, patterns)]
+    missing = [page for page in pages if page not in nav]
+    assert not missing, f"docs pages missing from mkdocs.yml nav: {', '.join(missing)}"
+    assert hook.PAGE in nav, f"the generated {hook.PAGE} is missing from mkdocs.yml nav"
+    unknown = [page for page in nav if page != hook.PAGE and not (DOCS / page).is_file()]
+    assert not unknown, f"mkdocs.yml nav names pages that do not exist: {', '.join(unknown)}"
+
+
+def test_the_readme_links_every_docs_page(hook):
+    """Everything that moved out of the README stays reachable from it."""
+    text = README.read_text(encoding="utf-8")
+    nav = nav_pages(mkdocs_config().get("nav") or [])
+    top = [page for page in nav if "/" not in page or page == hook.PAGE or page == "benchmarks/index.md"]
+    unlinked = [page for page in top if f"(docs/{page})" not in text]
+    assert not unlinked, f"README.md's docs index does not link: {', '.join(unlinked)}"
+
+
+@pytest.mark.parametrize("page", sorted(p.name for p in (DOCS / "benchmarks").glob("*.md") if p.name != "index.md"), ids=str)
+def test_each_benchmark_page_opens_with_command_date_and_machine(page):
+    text = (DOCS / "benchmarks" / page).read_text(encoding="utf-8")
+    head = text.split("\n## ", 1)[0]
+    assert "```" in head, f"docs/benchmarks/{page}: open with the command that measured it"
+    assert re.search(r"^- Date: ", head, re.M), f"docs/benchmarks/{page}: say the date (or 'date not recorded')"
+    assert re.search(r"^- Machines?: ", head, re.M), f"docs/benchmarks/{page}: say the machine"
+    index = (DOCS / "benchmarks" / "index.md").read_text(encoding="utf-8")
+    assert f"]({page})" in index, f"docs/benchmarks/index.md does not list {page}"

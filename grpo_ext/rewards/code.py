@@ -1,0 +1,151 @@
+"""Code run against tests: the ``code_tests`` reward.
+
+A completion's program (its last fenced code block, else its whole text) runs against the row's test cases, one
+sandboxed process per case (``sandbox.py`` says what is limited and isolated on this machine), a bounded pool of
+them at a time. Test cases come from a data column, in one of two forms:
+
+- Python: a string of statements (each top-level ``assert`` is one case; the other statements, imports and
+  helpers, run before every case), or a list of strings, each one case;
+- input and output: a list of ``{input: ..., output: ...}`` mappings, or ``{inputs: [...], outputs: [...]}``
+  (the form of APPS and open-r1's code data); the program reads the input on stdin and passes when what it
+  prints equals the output, line by line, trailing spaces and blank lines aside.
+"""
+
+import ast
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+from grpo_ext.rewards import sandbox
+from grpo_ext.rewards.registry import completion_text, register
+
+_FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
+
+
+def program_of(text: str) -> str:
+    """The last fenced code block of a completion (a ``python`` one before any other), else the whole text.
+
+    >>> program_of("Here:\\n```python\\ndef f(x):\\n    return x + 1\\n```\\nDone.")
+    'def f(x):\\n    return x + 1\\n'
+    >>> program_of("def f(x): return x")
+    'def f(x): return x'
+    """
+    blocks = _FENCE.findall(text)
+    python = [body for lang, body in blocks if lang.lower() in ("python", "py", "python3")]
+    return (python or [body for _, body in blocks] or [text])[-1]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One test case: Python to run after the program, or an input and the output it must give."""
+
+    tests: str = ""
+    stdin: str | None = None
+    expected: str | None = None
+
+
+def cases_of(value) -> list[Case] | None:
+    """The test cases a data cell holds, or None when it holds none in a form this reward reads.
+
+    >>> [c.tests for c in cases_of("import math\\nassert f(1) == 2\\nassert f(2) == 3")]
+    ['import math\\nassert f(1) == 2', 'import math\\nassert f(2) == 3']
+    >>> cases_of({"inputs": ["1\\n"], "outputs": ["2\\n"]})
+    [Case(tests='', stdin='1\\n', expected='2\\n')]
+    >>> cases_of(42) is None, cases_of("") is None
+    (True, True)
+    """
+    if isinstance(value, str):
+        try:
+            body = ast.parse(value).body
+        except SyntaxError:
+            return None
+        setup = [ast.get_source_segment(value, node) for node in body if not isinstance(node, ast.Assert)]
+        asserts = [ast.get_source_segment(value, node) for node in body if isinstance(node, ast.Assert)]
+        return [Case("\n".join([*setup, check])) for check in asserts] or None
+    if isinstance(value, dict) and isinstance(value.get("inputs"), list) and isinstance(value.get("outputs"), list):
+        value = [{"input": i, "output": o} for i, o in zip(value["inputs"], value["outputs"], strict=False)]
+    if isinstance(value, list) and value:
+        if all(isinstance(v, str) for v in value):
+            return [Case(v) for v in value]
+        if all(isinstance(v, dict) and "input" in v and "output" in v for v in value):
+            return [Case("", str(v["input"]), str(v["output"])) for v in value]
+    return None
+
+
+def _same_output(printed: str, expected: str) -> bool:
+    def lines(text: str) -> list[str]:
+        return [line.rstrip() for line in text.strip("\n").splitlines()]
+
+    return lines(printed) == lines(expected)
+
+
+class CodeTests:
+    """The ``code_tests`` reward (see ``code_tests``); picklable."""
+
+    __name__ = "code_tests"
+
+    def __init__(self, tests_column: str, all_or_nothing: bool, workers: int, limits: sandbox.Limits):
+        self.tests_column = tests_column
+        self.columns = (tests_column,)
+        self.all_or_nothing = all_or_nothing
+        self.workers = workers
+        self.limits = limits
+
+    def passes(self, program: str, case: Case) -> bool:
+        result = sandbox.run(program, case.tests, case.stdin, self.limits)
+        if case.expected is None:
+            return result.status == "passed"
+        return result.status == "passed" and _same_output(result.stdout, case.expected)
+
+    def __call__(self, completions, **kwargs) -> list[float | None]:
+        if self.tests_column not in kwargs:
+            raise ValueError(f"no {self.tests_column!r} column reached the reward; set args.tests_column to the column of tests")
+        rows = [cases_of(cell) for cell in kwargs[self.tests_column]]
+        jobs = [
+            (i, program_of(completion_text(c)), case)
+            for i, (c, cases) in enumerate(zip(completions, rows, strict=True))
+            for case in cases or ()
+        ]
+        with ThreadPoolExecutor(max_workers=self.workers) as pool:
+            outcomes = list(pool.map(lambda job: (job[0], self.passes(job[1], job[2])), jobs))
+        scores: list[float | None] = []
+        for i, cases in enumerate(rows):
+            if not cases:
+                scores.append(None)  # no tests this reward can read: nothing to judge
+                continue
+            passed = sum(ok for row, ok in outcomes if row == i)
+            scores.append(float(passed == len(cases)) if self.all_or_nothing else passed / len(cases))
+        return scores
+
+
+@register("code_tests", factory=True)
+def code_tests(
+    tests_column: str = "tests",
+    all_or_nothing: bool = False,
+    timeout: float = 10.0,
+    cpu_seconds: int = 10,
+    memory_mb: int = 1024,
+    file_mb: int = 10,
+    processes: int = 64,
+    workers: int = 2,
+) -> CodeTests:
+    """The share of the row's test cases the completion's program passes (1.0 or 0.0 with ``all_or_nothing``);
+    None for a row whose ``tests_column`` holds no tests this reward reads.
+
+    Each case runs in its own sandboxed process: ``timeout`` wall seconds, ``cpu_seconds`` of CPU,
+    ``memory_mb`` of address space, files up to ``file_mb``, at most ``processes`` processes where the kernel
+    applies it; ``workers`` cases at a time. A program that exits before its tests ran has not passed them.
+    Defence in depth for code a model writes, not a boundary against an attacker (``grpo_ext/rewards/sandbox.py``).
+
+    >>> reward = code_tests()
+    >>> reward(["```python\\ndef add(a, b):\\n    return a + b\\n```", "def add(a, b): return a - b"],
+    ...        tests=["assert add(1, 2) == 3\\nassert add(0, 0) == 0", "assert add(1, 2) == 3\\nassert add(0, 0) == 0"])
+    [1.0, 0.5]
+    """
+    for name, value in (("timeout", timeout), ("cpu_seconds", cpu_seconds), ("memory_mb", memory_mb), ("file_mb", file_mb)):
+        if value <= 0:
+            raise ValueError(f"{name} must be positive, got {value}")
+    if processes < 1 or workers < 1:
+        raise ValueError(f"processes and workers must be at least 1, got {processes} and {workers}")
+    limits = sandbox.Limits(float(timeout), int(cpu_seconds), int(memory_mb), int(file_mb), int(processes))
+    return CodeTests(tests_column, bool(all_or_nothing), int(workers), limits)

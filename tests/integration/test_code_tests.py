@@ -2,6 +2,7 @@
 ending within its limits with the score it deserves, nothing left running and nothing written outside."""
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -14,6 +15,15 @@ from grpo_ext.rewards import code, sandbox
 
 FULL = ("net", "pid", "mount", "nobody")
 ISOLATED = sandbox.isolation() == FULL
+
+
+def kernel_allows_namespaces() -> bool:
+    """Whether this machine lets root make the namespaces, asked of util-linux's unshare, not of grpo_ext."""
+    if not sys.platform.startswith("linux") or os.geteuid() != 0 or not shutil.which("unshare"):
+        return False
+    return subprocess.run(["unshare", "--net", "--pid", "--mount", "--fork", "true"], capture_output=True).returncode == 0
+
+
 LIMITS = dict(timeout=3.0, cpu_seconds=2, memory_mb=512, file_mb=10, processes=32)
 TESTS = "def check(n):\n    return n\nassert add(1, 2) == 3\nassert add(2, 2) == 4\nassert add(0, 0) == 0"
 OUTSIDE = Path("/work") if Path("/work").is_dir() else Path.home()  # a folder outside every sandbox's own
@@ -64,8 +74,8 @@ def test_nothing_is_written_outside_and_nothing_left_running(program):
     time.sleep(0.2)
     left = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True).stdout.split()
     assert not left, "a process the program started outlived it"
-    if ISOLATED or sys.platform.startswith("linux") and os.geteuid() == 0:
-        assert ISOLATED, f"root on Linux and the sandbox has only {sandbox.isolation()}"
+    if ISOLATED or kernel_allows_namespaces():
+        assert ISOLATED, f"the kernel allows namespaces and the sandbox has only {sandbox.isolation()}"
         for n in (1, 2, 3):
             assert not (OUTSIDE / f"grpo_ext_escape_{n}").exists() and not Path(f"/tmp/grpo_ext_escape_{n}").exists()
     assert result.status in ("passed", "failed")

@@ -129,8 +129,9 @@ def code_tests(
     processes: int = 64,
     workers: int = 2,
 ) -> CodeTests:
-    """The share of the row's test cases the completion's program passes (1.0 or 0.0 with ``all_or_nothing``);
-    None for a row whose ``tests_column`` holds no tests this reward reads.
+    """The share of its row's test cases that the completion's program passes, each case in a sandboxed process.
+
+    1.0 or 0.0 with ``all_or_nothing``; None for a row whose ``tests_column`` holds no tests this reward reads.
 
     Each case runs in its own sandboxed process: ``timeout`` wall seconds, ``cpu_seconds`` of CPU,
     ``memory_mb`` of address space, files up to ``file_mb``, at most ``processes`` processes where the kernel

@@ -94,11 +94,18 @@ def training_schema() -> dict:
 
 def reward_schema() -> dict:
     entry = section_schema(SCHEMA["reward"], "a reward by name, with its weight, args and error handling")
+    by_model = section_schema({k: v for k, v in SCHEMA["reward"].items() if k != "name"}, "a reward model (reward_model)")
+    by_model["properties"]["model"] = {
+        "type": "string",
+        "minLength": 1,
+        "description": "a sequence-classification reward model: directory or hub id",
+    }
+    by_model["required"] = ["model"]
     return {
         "type": "array",
         "minItems": 1,
         "description": "rewards by name (grpo-ext rewards lists them), a module:function path or a file.py:function",
-        "items": {"anyOf": [{"type": "string", "minLength": 1}, entry]},
+        "items": {"anyOf": [{"type": "string", "minLength": 1}, entry, by_model]},
     }
 
 

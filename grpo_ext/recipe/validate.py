@@ -124,7 +124,20 @@ def _check_prompts(value, path: str, problems: list[str], mappings: bool = False
             problems.append(f"{path}[{i}]: each prompt is {form}, got {kind_of(p)} {shown(p, 40)}")
 
 
-def _check_rewards(value: list, problems: list[str]) -> list[dict]:
+def _model_reward(entry: dict, where: str, base_dir: Path, problems: list[str]) -> dict:
+    """``{model: PATH_OR_ID, ...}``, the shorthand for the reward_model reward: ``{name: reward_model, args: {model:
+    ...}}``, a path read from the recipe's folder as everywhere in a recipe."""
+    entry = dict(entry)
+    model, args = entry.pop("model"), entry.get("args", {})
+    if "name" in entry or not isinstance(model, str) or not model or not isinstance(args, dict) or "model" in args:
+        problems.append(f"{where}.model: a reward model is {{model: PATH_OR_ID}} with no name and no args.model")
+        return entry
+    local = resolve_path(model, base_dir)
+    named = str(local.resolve()) if local.exists() or model.startswith((".", "/", "~")) else model
+    return {**entry, "name": "reward_model", "args": {"model": named, **args}}
+
+
+def _check_rewards(value: list, base_dir: Path, problems: list[str]) -> list[dict]:
     out = []
     if not value:
         problems.append("rewards: is empty; name at least one reward (see `grpo-ext rewards`)")
@@ -135,6 +148,8 @@ def _check_rewards(value: list, problems: list[str]) -> list[dict]:
         if not isinstance(entry, dict):
             problems.append(f"{where}: a reward is a name or a mapping with name, weight, args; got {kind_of(entry)}")
             continue
+        if "model" in entry:
+            entry = _model_reward(entry, where, base_dir, problems)
         out.append(_check_section(entry, SCHEMA["reward"], where, problems))
     return out
 
@@ -351,7 +366,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
 
     model, data, evaluation, health = section("model"), section("data"), section("eval"), section("health")
     explore = section("explore")
-    entries = _check_rewards(top["rewards"], problems) if "rewards" in top else []
+    entries = _check_rewards(top["rewards"], base_dir, problems) if "rewards" in top else []
     training = dict(top["training"]) if "training" in top else None
     columns = {}
     origins: dict[str, str] = {}

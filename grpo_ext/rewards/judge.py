@@ -1,0 +1,286 @@
+"""A reward that asks a model: ``llm_judge``, a grader behind an OpenAI-compatible chat-completions endpoint.
+
+Any server that speaks the protocol will do: vLLM (``vllm serve``), SGLang, llama.cpp's server, ``transformers
+serve``, ``trl vllm-serve`` on a GPU, or a hosted API. Each completion is graded with a rubric, a template that
+can use ``{prompt}``, ``{completion}`` and any data column by name; the first number in the reply, on the
+rubric's ``scale``, becomes a score in [0, 1]. In ``group`` mode the judge sees a prompt's completions together
+and scores each (a ranking, as RULER does), which calibrates scores within the group GRPO compares.
+
+The API key comes from the environment variable the recipe names (``api_key_env``), never from the recipe. A
+step's requests go out concurrently (``concurrency`` at a time), identical requests are answered from a cache,
+and the client retries with back-off (``retries``); all requests of one call end by ``call_seconds``, so a slow
+or dead server gives None scores and one line saying so, never a hung run. Before the model loads, one request
+checks that the server answers and that the rubric's reply parses (``preflight``).
+"""
+
+import importlib.util
+import json
+import os
+import re
+import string
+import sys
+import threading
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor, wait
+
+from grpo_ext.core.errors import RecipeError
+from grpo_ext.rewards.registry import completion_text, register
+
+RUBRIC = (
+    "Grade the response to the request below on a scale of {low} to {high}, where {high} is a response that fully "
+    "and correctly does what was asked and {low} one that does not.\n\nRequest:\n{prompt}\n\nResponse:\n{completion}\n\n"
+    "Reply with the grade only."
+)
+GROUP_RUBRIC = (
+    "Grade each of the {n} responses to the request below on a scale of {low} to {high}, where {high} is a response "
+    "that fully and correctly does what was asked and {low} one that does not.\n\nRequest:\n{prompt}\n\n{responses}\n\n"
+    "Reply with one line per response, in order: its number, a colon and its grade."
+)
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_OWN_FIELDS = {"prompt", "completion", "low", "high", "n", "responses"}
+
+
+def _text(prompt) -> str:
+    if isinstance(prompt, list):
+        return "\n".join(f"{m.get('role', 'user')}: {m.get('content', '')}" if isinstance(m, dict) else str(m) for m in prompt)
+    return str(prompt)
+
+
+def parse_score(reply: str, low: float, high: float) -> float | None:
+    """The first number of a judge's reply on the scale [low, high], as a score in [0, 1]; None if it has none.
+
+    >>> parse_score("8", 0, 10), parse_score("Grade: 3/5", 1, 5), parse_score("no idea", 0, 10), parse_score("12", 0, 10)
+    (0.8, 0.5, None, None)
+    """
+    found = _NUMBER.search(reply or "")
+    if not found:
+        return None
+    value = float(found.group())
+    return (value - low) / (high - low) if low <= value <= high else None
+
+
+def parse_group(reply: str, n: int, low: float, high: float) -> list[float | None]:
+    """Scores of ``n`` responses from lines ``i: grade`` (1-based); a response the reply misses scores None.
+
+    >>> parse_group("1: 9\\n2: 4\\n3: seven", 3, 0, 10)
+    [0.9, 0.4, None]
+    """
+    scores: list[float | None] = [None] * n
+    for line in (reply or "").splitlines():
+        number, _, grade = line.partition(":")
+        number = number.strip().strip("#").removeprefix("Response").strip()
+        if number.isdigit() and 1 <= int(number) <= n:
+            scores[int(number) - 1] = parse_score(grade, low, high)
+    return scores
+
+
+class Judge:
+    """The ``llm_judge`` reward (see ``llm_judge``); picklable: its client and cache are rebuilt after a copy."""
+
+    __name__ = "llm_judge"
+
+    def __init__(self, settings: dict, columns: tuple[str, ...]):
+        self.settings = settings
+        self.columns = columns  # the data columns the rubric names, checked before any model loads
+        self._client = None
+        self._cache: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+        self.failing = False
+
+    def __getstate__(self) -> dict:
+        return {"settings": self.settings, "columns": self.columns, "failing": False}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__init__(state["settings"], state["columns"])
+
+    def client(self):
+        if self._client is None:
+            from openai import OpenAI
+
+            s = self.settings
+            key = os.environ.get(s["api_key_env"]) if s["api_key_env"] else None
+            self._client = OpenAI(base_url=s["base_url"], api_key=key or "none", timeout=s["timeout"], max_retries=s["retries"])
+        return self._client
+
+    def ask(self, content: str) -> str:
+        """The judge's reply to one user message (cached by its text)."""
+        with self._lock:
+            if content in self._cache:
+                self._cache.move_to_end(content)
+                return self._cache[content]
+        s = self.settings
+        reply = self.client().chat.completions.create(
+            model=s["model"],
+            messages=[{"role": "user", "content": content}],
+            max_tokens=s["max_tokens"],
+            temperature=s["temperature"],
+            extra_body=s["extra_body"] or None,
+        )
+        text = reply.choices[0].message.content or ""
+        with self._lock:
+            self._cache[content] = text
+            while len(self._cache) > s["cache_size"]:
+                self._cache.popitem(last=False)
+        return text
+
+    def _fields(self, prompt, kwargs: dict, i: int) -> dict:
+        return {c: kwargs[c][i] for c in self.columns} | {
+            "prompt": _text(prompt),
+            "low": self.settings["low"],
+            "high": self.settings["high"],
+        }
+
+    def requests(self, prompts, completions, kwargs: dict) -> list[tuple[list[int], str]]:
+        """(the completions a request grades, its message): one each, or one per prompt's group."""
+        rubric = self.settings["rubric"]
+        if self.settings["mode"] == "single":
+            return [
+                ([i], rubric.format_map(self._fields(p, kwargs, i) | {"completion": completion_text(c)}))
+                for i, (p, c) in enumerate(zip(prompts, completions, strict=True))
+            ]
+        groups: dict[str, list[int]] = {}
+        for i, p in enumerate(prompts):
+            groups.setdefault(json.dumps(p, sort_keys=True, default=str), []).append(i)
+        out = []
+        for members in groups.values():
+            responses = "\n\n".join(f"Response {k + 1}:\n{completion_text(completions[i])}" for k, i in enumerate(members))
+            fields = self._fields(prompts[members[0]], kwargs, members[0]) | {"responses": responses, "n": len(members)}
+            out.append((members, rubric.format_map(fields)))
+        return out
+
+    def __call__(self, prompts, completions, **kwargs) -> list[float | None]:
+        s = self.settings
+        scores: list[float | None] = [None] * len(completions)
+        jobs = self.requests(prompts, completions, kwargs)
+        pool = ThreadPoolExecutor(max_workers=s["concurrency"])
+        futures = {pool.submit(self.ask, message): members for members, message in jobs}
+        done, late = wait(futures, timeout=s["call_seconds"])
+        pool.shutdown(wait=False, cancel_futures=True)
+        errors = [f.exception() for f in done if f.exception() is not None]
+        for future in done:
+            if future.exception() is not None:
+                continue
+            members = futures[future]
+            if s["mode"] == "single":
+                scores[members[0]] = parse_score(future.result(), s["low"], s["high"])
+            else:
+                for i, score in zip(members, parse_group(future.result(), len(members), s["low"], s["high"]), strict=True):
+                    scores[i] = score
+        failed = len(errors) + len(late)
+        if failed and not self.failing:  # one line when the judge starts failing, one when it answers again
+            why = f"{type(errors[0]).__name__}: {errors[0]}" if errors else f"no answer within call_seconds={s['call_seconds']:g}"
+            print(
+                f"warning: llm_judge at {s['base_url']}: {failed} of {len(jobs)} requests failed ({why}); scored None",
+                file=sys.stderr,
+            )
+        elif not failed and self.failing:
+            print(f"llm_judge at {s['base_url']}: answering again", file=sys.stderr)
+        self.failing = bool(failed)
+        return scores
+
+    def preflight(self) -> None:
+        """One request before the model loads: the server answers and the reply parses; RecipeError if not."""
+        s = self.settings
+        example = {c: f"<{c}>" for c in self.columns} | {
+            "prompt": "What is 2 + 2?",
+            "low": f"{s['low']:g}",
+            "high": f"{s['high']:g}",
+        }
+        if s["mode"] == "single":
+            message = s["rubric"].format_map(example | {"completion": "4"})
+        else:
+            message = s["rubric"].format_map(example | {"responses": "Response 1:\n4\n\nResponse 2:\n5", "n": 2})
+        try:
+            reply = (
+                self.client()
+                .with_options(max_retries=0)
+                .chat.completions.create(
+                    model=s["model"],
+                    messages=[{"role": "user", "content": message}],
+                    max_tokens=s["max_tokens"],
+                    temperature=s["temperature"],
+                    extra_body=s["extra_body"] or None,
+                )
+            )
+        except Exception as exc:  # the client's own errors: connection, status, timeout
+            raise RecipeError(f"llm_judge: {s['base_url']} did not answer a test request: {type(exc).__name__}: {exc}") from None
+        text = reply.choices[0].message.content or ""
+        parsed = [parse_score(text, s["low"], s["high"])] if s["mode"] == "single" else parse_group(text, 2, s["low"], s["high"])
+        if all(p is None for p in parsed):
+            raise RecipeError(
+                f"llm_judge: {s['model']} replied {text[:80]!r} to a test request, which holds no grade from {s['low']:g} to "
+                f"{s['high']:g}; make the rubric ask for the grade alone, or raise max_tokens ({s['max_tokens']})"
+            )
+
+
+@register("llm_judge", factory=True)
+def llm_judge(
+    base_url: str,
+    model: str,
+    rubric: str | None = None,
+    scale: list | tuple = (0, 10),
+    mode: str = "single",
+    api_key_env: str | None = None,
+    max_tokens: int = 16,
+    temperature: float = 0.0,
+    concurrency: int = 8,
+    timeout: float = 30.0,
+    retries: int = 2,
+    call_seconds: float = 60.0,
+    cache_size: int = 4096,
+    extra_body: dict | None = None,
+) -> Judge:
+    """A grade from a judge model behind an OpenAI-compatible endpoint, on the rubric's scale, as a score in [0, 1].
+
+    ``base_url`` (e.g. ``http://localhost:8000/v1``) and ``model`` name the server and its model; ``rubric`` is
+    the message, with ``{prompt}``, ``{completion}``, ``{low}``, ``{high}`` and data columns by name (``group``
+    mode: ``{responses}`` and ``{n}`` instead of ``{completion}``); ``scale`` is ``[low, high]``. The key is read
+    from the environment variable ``api_key_env``. A reply without a grade on the scale scores None, as does a
+    request that failed after ``retries`` or did not end within ``call_seconds`` for the whole call.
+    ``extra_body`` is sent with each request as it is (a server's own parameters).
+
+    >>> judge = llm_judge("http://localhost:8000/v1", "judge", rubric="Is {completion} the {answer}? 0 to 1")
+    >>> judge.columns
+    ('answer',)
+    """
+    if importlib.util.find_spec("openai") is None:
+        raise ValueError("needs the openai package (the client of the protocol): pip install 'grpo_ext[judge]'")
+    if mode not in ("single", "group"):
+        raise ValueError(f"mode {mode!r}: give single or group")
+    rubric = rubric if rubric is not None else (RUBRIC if mode == "single" else GROUP_RUBRIC)
+    try:
+        fields = {name for _, name, _, _ in string.Formatter().parse(rubric) if name is not None}
+    except ValueError as exc:
+        raise ValueError(f"rubric: {exc} (write a literal brace as {{{{ or }}}})") from None
+    if any(not f.isidentifier() for f in fields):
+        raise ValueError(f"rubric: fields are names such as {{prompt}}; got {sorted(f for f in fields if not f.isidentifier())}")
+    needed = "completion" if mode == "single" else "responses"
+    if needed not in fields:
+        raise ValueError(f"rubric: {mode} mode needs {{{needed}}} in the rubric, where the judge reads what it grades")
+    if not (isinstance(scale, (list, tuple)) and len(scale) == 2 and all(isinstance(v, (int, float)) for v in scale)):
+        raise ValueError(f"scale: give [low, high], e.g. [0, 10]; got {scale!r}")
+    low, high = float(scale[0]), float(scale[1])
+    if not low < high:
+        raise ValueError(f"scale: low must be below high, got {scale!r}")
+    if concurrency < 1 or max_tokens < 1 or timeout <= 0 or call_seconds <= 0 or retries < 0:
+        raise ValueError("concurrency and max_tokens at least 1, timeout and call_seconds positive, retries at least 0")
+    if api_key_env is not None and not str(api_key_env).isidentifier():
+        raise ValueError(f"api_key_env: the name of an environment variable, e.g. OPENAI_API_KEY; got {api_key_env!r}")
+    settings = dict(
+        base_url=str(base_url),
+        model=str(model),
+        rubric=rubric,
+        low=low,
+        high=high,
+        mode=mode,
+        api_key_env=api_key_env,
+        max_tokens=int(max_tokens),
+        temperature=float(temperature),
+        concurrency=int(concurrency),
+        timeout=float(timeout),
+        retries=int(retries),
+        call_seconds=float(call_seconds),
+        cache_size=int(cache_size),
+        extra_body=dict(extra_body or {}),
+    )
+    return Judge(settings, tuple(sorted(fields - _OWN_FIELDS)))

@@ -91,8 +91,11 @@ class CodeTests:
         self.workers = workers
         self.limits = limits
 
-    def passes(self, program: str, case: Case) -> bool:
+    def passes(self, program: str, case: Case) -> bool | None:
+        """Whether the program passes the case; None when the sandbox could not run it (nothing to judge)."""
         result = sandbox.run(program, case.tests, case.stdin, self.limits)
+        if result.status == "error":
+            return None
         if case.expected is None:
             return result.status == "passed"
         return result.status == "passed" and _same_output(result.stdout, case.expected)
@@ -113,7 +116,11 @@ class CodeTests:
             if not cases:
                 scores.append(None)  # no tests this reward can read: nothing to judge
                 continue
-            passed = sum(ok for row, ok in outcomes if row == i)
+            results = [ok for row, ok in outcomes if row == i]
+            if None in results:  # a case the sandbox could not run: the row cannot be judged
+                scores.append(None)
+                continue
+            passed = sum(results)
             scores.append(float(passed == len(cases)) if self.all_or_nothing else passed / len(cases))
         return scores
 
@@ -135,7 +142,8 @@ def code_tests(
 
     Each case runs in its own sandboxed process: ``timeout`` wall seconds, ``cpu_seconds`` of CPU,
     ``memory_mb`` of address space, files up to ``file_mb``, at most ``processes`` processes where the kernel
-    applies it; ``workers`` cases at a time. A program that exits before its tests ran has not passed them.
+    applies it; ``workers`` cases at a time. A row whose case the sandbox could not run scores None.
+    A program that exits before its tests ran has not passed them.
     Defence in depth for code a model writes, not a boundary against an attacker (``grpo_ext/rewards/sandbox.py``).
 
     >>> reward = code_tests()

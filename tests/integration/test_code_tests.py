@@ -13,7 +13,7 @@ import pytest
 from grpo_ext import cli
 from grpo_ext.rewards import code, sandbox
 
-FULL = ("net", "pid", "mount", "nobody")
+FULL = ("net", "pid", "mount", "user")
 ISOLATED = sandbox.isolation() == FULL
 
 

@@ -2,7 +2,7 @@
 
 For each row: a plain venv under .compat/venvs/ (kept and reused while its pins match), pip install of
 torch==2.13.0 (the CPU build), the row's trl and transformers, and grpo_ext with its test extras; then
-the field table (grpo_ext/settings/trl_fields/<trl>.json), the compatibility tests (tests/test_compat.py), a
+the field table (grpo_ext/settings/trl_fields/<trl>.json), the compatibility and algorithm tests (TESTS), a
 2-step training of the tiny local model through `grpo-ext train`, 2 steps of the real model from the
 shared cache (~/.cache/grpo_ext; each transformers family converts its own entry), and dry runs of the digit
 recipe and of the digit recipe with `algorithm: dr_grpo` deciding its variant keys, whose effective values must
@@ -45,6 +45,14 @@ MATRIX = [
     ("1.0.0", "5.3.0"),
     ("1.8.0", "5.8.1"),
     ("1.16.0", "5.24.0"),
+]
+
+# The tests each row runs: the version shim and the GRPO variants, without a model and on the tiny one.
+TESTS = [
+    "tests/unit/test_compat.py",
+    "tests/integration/test_compat_training.py",
+    "tests/unit/test_algorithms.py",
+    "tests/integration/test_algorithms_training.py",
 ]
 
 REAL_OVERRIDES = ["training.max_steps=2", "training.save_strategy='no'", "eval.enabled=false"]
@@ -135,9 +143,7 @@ def run_row(trl: str, transformers: str, logs: Path) -> dict:
         return row
     row["install"] = "ok"
     sh([str(python), "scripts/trl_fields.py"], log)
-    ok, out = sh(
-        [str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/test_compat.py", "tests/test_algorithms.py"], log
-    )
+    ok, out = sh([str(python), "-m", "pytest", "-q", "-p", "no:cacheprovider", *TESTS], log)
     summary = [line for line in out.splitlines() if " passed" in line or " failed" in line or " error" in line]
     row["tests"] = (summary[-1].strip("= ").split(" in ")[0] if summary else "no result") + ("" if ok else " (FAILED)")
     with tempfile.TemporaryDirectory(prefix="grpo_ext_matrix_") as tmp:
@@ -188,8 +194,8 @@ def write_doc(rows: list[dict], path: Path) -> None:
         "# Compatibility matrix",
         "",
         "Written by `python scripts/compat_matrix.py` (do not edit by hand). Each row installs `torch==2.13.0` (CPU),",
-        "the row's trl and transformers and grpo_ext in a fresh venv, then runs `tests/test_compat.py` and",
-        "`tests/test_algorithms.py`, a 2-step",
+        "the row's trl and transformers and grpo_ext in a fresh venv, then runs the compatibility and algorithm tests",
+        f"({', '.join(f'`{t}`' for t in TESTS)}), a 2-step",
         "training of the tiny local model (`grpo_ext.tiny`) through `grpo-ext train recipes/digit.yaml`, the same",
         "2 steps on the real SmolLM2 model from the shared cache (each transformers family converts its own), and",
         "`--dry-run` of `recipes/digit.yaml`. *Dry run* compares the effective GRPOConfig values it prints with those",

@@ -1,15 +1,33 @@
-import json
-import shutil
-import subprocess
+import os
 import sys
-import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.helpers import PLUGIN, ROOT  # noqa: E402
+
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # A pytest-xdist worker shares the cores with the others: one thread each for torch (OpenMP, MKL), here and in
+    # the processes the tests start. Set before torch is first imported.
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(name, "1")
+
+TIERS = ("unit", "integration", "slow")  # the folders under tests/, each its own marker
+
+
+def pytest_collection_modifyitems(config, items):
+    """Every test under tests/unit, tests/integration or tests/slow carries the marker of its folder."""
+    here = Path(__file__).resolve().parent
+    for item in items:
+        try:
+            tier = item.path.resolve().relative_to(here).parts[0]
+        except ValueError:
+            continue
+        if tier in TIERS:
+            item.add_marker(tier)
 
 
 @pytest.fixture(scope="session")
@@ -44,56 +62,20 @@ def no_hub(monkeypatch):
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
 
 
-def tiny_doc(digit_doc: dict, tiny_model: Path, output_dir: Path, **sections) -> dict:
-    """The shipped digit recipe made tiny (seconds per run): 2 steps of 4 completions, 2 eval prompts x 2
-    samples, no reward pre-flight (these tests count reward calls and samples; tests/test_health.py drives the
-    pre-flight); ``sections`` update its sections or set top-level keys."""
-    doc = digit_doc
-    doc["model"]["name"] = str(tiny_model)
-    doc["training"].update(
-        max_steps=2, per_device_train_batch_size=4, num_generations=4, max_completion_length=4, save_steps=1, save_total_limit=1
-    )
-    doc["data"]["eval_prompts"] = doc["data"]["eval_prompts"][:2]
-    doc["eval"]["samples"] = 2
-    doc["output_dir"] = str(output_dir)
-    doc["health"] = {"preflight": "off"}
-    for key, value in sections.items():
-        if isinstance(value, dict) and isinstance(doc.get(key), dict):
-            doc[key].update(value)
-        else:
-            doc[key] = value
-    return doc
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    """Make a package 'installed': a module plus a *.dist-info folder with entry_points.txt on sys.path."""
+    from grpo_ext.rewards import registry
 
+    def install(package: str, entries: dict[str, str], module: str = PLUGIN):
+        root = tmp_path / f"site-{package}"
+        root.mkdir()
+        (root / f"{package}.py").write_text(module)
+        info = root / f"{package}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 1.0\n")
+        lines = "".join(f"{name} = {target}\n" for name, target in entries.items())
+        (info / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\n{lines}")
+        monkeypatch.syspath_prepend(str(root))
 
-def beside_torch_import(argv: list[str], **run_kwargs) -> tuple[subprocess.CompletedProcess, float]:
-    """Run the command ``argv`` and ``import torch`` in a fresh interpreter (same ``run_kwargs``) in turn, twice
-    each: the command's last run and the ratio of the two best wall times. A command that answers before anything
-    heavy loads takes a small part of a torch import on any machine; a bound in seconds would measure the machine,
-    and the better of two turns leaves out a moment when a neighbour held the CPU."""
-    command, reference = [], []
-    for _ in range(2):
-        t0 = time.monotonic()
-        proc = subprocess.run(argv, capture_output=True, text=True, **run_kwargs)
-        t1 = time.monotonic()
-        bare = subprocess.run([sys.executable, "-c", "import torch"], capture_output=True, text=True, **run_kwargs)
-        assert bare.returncode == 0, bare.stderr
-        command.append(t1 - t0)
-        reference.append(time.monotonic() - t1)
-    return proc, min(command) / min(reference)
-
-
-def copy_tree(src: Path, dst: Path) -> Path:
-    shutil.copytree(src, dst)
-    return dst
-
-
-def train_shipped(recipe: str, run_dir: Path, reward: str) -> tuple[float, float, dict]:
-    """Train a shipped recipe for real into ``run_dir``: (eval pass rate of ``reward`` before, after, summary)."""
-    import grpo_ext
-
-    t0 = time.monotonic()
-    summary = grpo_ext.train(ROOT / "recipes" / f"{recipe}.yaml", [f"output_dir={run_dir}"])
-    assert summary == json.loads((run_dir / "summary.json").read_text())
-    before, after = (summary[key]["rewards"][reward]["pass_rate"] for key in ("eval_before", "eval_after"))
-    print(f"{recipe}: pass rate of {reward} {before} -> {after}, {time.monotonic() - t0:.0f} s wall")
-    return before, after, summary
+    return install

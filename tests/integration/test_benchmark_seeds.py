@@ -1,39 +1,10 @@
-"""benchmarks/seeds.py: argument parsing, and one tiny sweep end to end (two seeds, one candidate)."""
+"""benchmarks/seeds.py: one tiny sweep end to end (two seeds, one candidate), then benchmarks/health.py on what it kept."""
 
-import argparse
-import importlib.util
 import json
-import subprocess
-import sys
 
-import pytest
 import yaml
 
-from tests.test_recipe import ROOT
-
-spec = importlib.util.spec_from_file_location("bench_seeds", ROOT / "benchmarks" / "seeds.py")
-seeds = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(seeds)
-
-
-def bench(script: str, *args: str) -> subprocess.CompletedProcess:
-    """Run one script of benchmarks/ from the repository root and capture what it prints."""
-    cmd = [sys.executable, str(ROOT / "benchmarks" / script), *args]
-    return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=600, check=False)
-
-
-def test_seed_list():
-    assert seeds.seed_list("0-3") == [0, 1, 2, 3]
-    assert seeds.seed_list("0,3,5-6") == [0, 3, 5, 6]
-    assert seeds.seed_list("7") == [7]
-
-
-def test_candidate():
-    assert seeds.candidate("t1.2: training.temperature=1.2 seed=3") == ("t1.2", ["training.temperature=1.2", "seed=3"])
-    assert seeds.candidate("q: \"training.save_strategy='no'\"") == ("q", ["training.save_strategy='no'"])
-    for bad in ("training.temperature=1.2", "label:", ": x=1"):
-        with pytest.raises(argparse.ArgumentTypeError, match="LABEL: key=value"):
-            seeds.candidate(bad)
+from tests.helpers import bench
 
 
 def test_tiny_sweep(tiny_model, digit_doc, tmp_path):

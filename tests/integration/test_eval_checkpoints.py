@@ -8,13 +8,13 @@ import yaml
 import grpo_ext
 from grpo_ext import cli
 from grpo_ext.run import rundir
-from tests.conftest import tiny_doc
+from tests.helpers import tiny_doc
 
 
 @pytest.fixture(scope="module")
 def tiny_run(tiny_model, tmp_path_factory):
     """A 3-step run of the tiny model keeping a checkpoint at every step; float32, so the sweep repeats its eval."""
-    from tests.conftest import ROOT
+    from tests.helpers import ROOT
 
     where = tmp_path_factory.mktemp("sweep")
     doc = yaml.safe_load((ROOT / "recipes" / "digit.yaml").read_text())
@@ -67,34 +67,3 @@ def test_sweep_scores_every_checkpoint_and_reuses_scores(tiny_run, capsys, no_hu
     assert cli.main(["eval", str(recipe), "--model", str(run), "--checkpoints", "data.eval_prompts=['Say 5.']"]) == 0
     moved = json.loads((run / "eval_curve.json").read_text())
     assert [p["step"] for p in moved["points"]] == [1, 3] and moved["scored"] == 2 and moved["points"][0]["prompts"] == 1
-
-
-@pytest.mark.parametrize(
-    "models, message",
-    [
-        (["a", "b"], "--checkpoints: give one --model, the run directory whose checkpoint-N to score"),  # two models
-        (["{recipe_dir}"], "has no complete checkpoint-N; train with training.save_steps set"),  # a folder with no run
-        (["{recipe_dir}/nowhere"], "is not a directory; pass the run directory (output_dir) of a run"),  # a typo
-    ],
-)
-def test_sweep_bad_input_exits_2(models, message, digit_doc, write_recipe, tmp_path, capsys):
-    digit_doc["output_dir"] = str(tmp_path / "runs" / "digit")
-    recipe = write_recipe(digit_doc)
-    argv = ["eval", str(recipe), "--checkpoints"] + [a for m in models for a in ("--model", m.format(recipe_dir=tmp_path))]
-    assert cli.main(argv) == 2
-    assert message in capsys.readouterr().err
-    assert not (tmp_path / "eval_curve.json").exists()
-
-
-@pytest.mark.parametrize(
-    "scored, reused, expected",
-    [
-        (1, 0, "sweep: 1 checkpoint scored and 0 reused in 2.5 s"),  # one checkpoint: the word in the singular
-        (3, 1, "sweep: 3 checkpoints scored and 1 reused in 2.5 s"),  # several
-    ],
-)
-def test_sweep_closing_line_counts_checkpoints(scored, reused, expected):
-    from grpo_ext.verbs import sweep
-
-    curve = {"best": None, "points": [{"reused": True}] * reused + [{}] * scored, "scored": scored, "seconds": 2.5}
-    assert sweep.closing_lines(curve)[-1] == expected

@@ -14,27 +14,9 @@ import pytest
 import yaml
 
 from grpo_ext import cli
-from tests.conftest import tiny_doc
+from tests.helpers import ROOT, run_cli, tiny_doc, write
 
 # --- helpers ---------------------------------------------------------------------------------------------
-
-
-def write(path: Path, doc_or_text) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(doc_or_text if isinstance(doc_or_text, str) else yaml.safe_dump(doc_or_text, allow_unicode=True))
-    return path
-
-
-def run_cli(argv: list[str]) -> int:
-    """``cli.main(argv)``; an exception escaping it is what a user sees as a raw traceback, reported as such."""
-    try:
-        return cli.main(argv)
-    except SystemExit as exc:  # argparse errors
-        return exc.code
-    except Exception as exc:
-        raise AssertionError(
-            f"cli.main({argv[0]!r}, ...) raised {type(exc).__name__}: {str(exc)[:300]} (the command prints a raw Traceback)"
-        ) from exc
 
 
 def metrics(run_dir: Path) -> list[dict]:
@@ -331,23 +313,6 @@ def test_friction_f_model_card_names_base_model(tiny_model, digit_doc, tmp_path,
         assert "[None]" not in line and str(tiny_model) in line, f"{card.relative_to(run)}: {line}"
 
 
-# --- 3. eval gives length rewards the token counts training gives them -----------------------------------------
-
-
-def test_defect_3_eval_scores_length_rewards_in_tokens():
-    from grpo_ext.results import scoring
-    from grpo_ext.rewards import build, guard_all
-
-    entry = {"name": "overlong_penalty", "args": {"max_length": 16, "soft_margin": 4}, "on_error": "fail", "timeout": None}
-    funcs = guard_all([entry], [build(entry["name"], entry["args"], Path.cwd(), "rewards[0]")])
-    text = "a completion of far more than sixteen characters"  # 5 tokens, 48 characters
-    result = scoring.score(
-        [{"prompt": "p"}], [[text]], funcs, chat=False, pass_threshold=1.0, completion_ids=[[[11, 12, 13, 14, 15]]]
-    )
-    assert result["rewards"]["overlong_penalty"]["mean"] == 0.0  # 5 tokens are under 16 - 4 (in characters: -1.0)
-    assert result["mean_length"] == 5  # the tokens TRL's completions/mean_length counts
-
-
 # --- 5. a resume with a changed recipe -------------------------------------------------------------------------
 
 
@@ -411,22 +376,6 @@ def test_sample_returns_texts_and_completion_ids(tiny_model):
 # --- friction -----------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    "has_cuda, params, expected",
-    [
-        (False, 135_000_000, False),  # a CPU: recomputation costs more time than the memory it saves
-        (False, 8_000_000_000, False),  # whatever the size
-        (True, 135_000_000, False),  # a small model on a GPU: its activations fit
-        (True, 1_500_000_000, True),  # a large one: save the memory
-        (True, None, True),  # size unknown on a GPU: TRL's choice, on
-    ],
-)
-def test_gradient_checkpointing_chosen_by_hardware_and_size(has_cuda, params, expected):
-    from grpo_ext.run import hardware
-
-    assert hardware.checkpointing_choice(has_cuda, params)[0] is expected
-
-
 def test_gradient_checkpointing_announced_and_shown_in_dry_run(tiny_model, digit_doc, tmp_path, no_hub, capsys):
     del digit_doc["training"]["gradient_checkpointing"]
     recipe = write(tmp_path / "r.yaml", tiny_doc(digit_doc, tiny_model, tmp_path / "run", training={"max_steps": 1}))
@@ -460,69 +409,23 @@ def test_a_second_eval_does_not_replace_the_first(tiny_model, digit_doc, tmp_pat
     assert run_cli([*argv, "--overwrite"]) == 0
 
 
-def test_every_problem_in_one_round(tmp_path, capsys):
-    doc = {
-        "model": {"name": "smollm2-135m-instruct"},
-        "data": {"prompts": []},
-        "rewards": ["digit_exat"],
-        "trainig": {},
-        "output_dir": "runs/x",
-    }
-    assert run_cli(["validate", str(write(tmp_path / "r.yaml", doc))]) == 2
-    err = capsys.readouterr().err
-    for part in (
-        "trainig: unknown key; did you mean 'training'?",
-        "data.prompts: is empty",
-        "rewards[0].name: unknown reward 'digit_exat'",
-    ):
-        assert part in err
-
-
 @pytest.mark.parametrize("unbuffered", ["", "1"])  # stdout flushed at exit, or at each line
 def test_dry_run_into_a_closed_pipe_prints_no_traceback(unbuffered):
     import os
     import subprocess
     import sys
 
-    root = Path(__file__).resolve().parents[1]
     env = {**os.environ, "PYTHONUNBUFFERED": unbuffered}
     # `true` exits without reading: every write of the dry run meets a closed pipe
     proc = subprocess.run(
         f"{sys.executable} -m grpo_ext.train digit --dry-run | true",
         shell=True,
-        cwd=root,
+        cwd=ROOT,
         capture_output=True,
         text=True,
         env=env,
     )
     assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
-
-
-@pytest.mark.parametrize(
-    "override, expected",
-    [
-        ("data.file=data/x.jsonl", "{cwd}/data/x.jsonl"),  # relative to where it was typed, not to the recipe
-        ("data.file=/abs/x.jsonl", "/abs/x.jsonl"),  # an absolute path stays
-        ("model.name=./models/tiny", "{cwd}/models/tiny"),  # a local folder
-        ("model.name=org/name", "org/name"),  # a hub id is no path
-        ("model.name=smollm2-135m-instruct", "smollm2-135m-instruct"),  # nor an alias
-        ("rewards.0.name=my.py:fn", "{cwd}/my.py:fn"),  # a reward file
-        ("rewards.0=my.py:fn", "{cwd}/my.py:fn"),
-        ("rewards.0.name=pkg.mod:fn", "pkg.mod:fn"),  # a module path is no file
-        ("training.output_dir=x", "x"),  # not a path key
-    ],
-)
-def test_paths_in_overrides_are_relative_to_where_they_were_typed(override, expected, tmp_path, monkeypatch):
-    from grpo_ext.recipe import apply_overrides, parse_override
-
-    monkeypatch.chdir(tmp_path)
-    keys, _ = parse_override(override)
-    doc = apply_overrides({"data": {}, "model": {}, "rewards": ["digit_exact"], "training": {}}, [override])
-    node = doc
-    for key in keys:
-        node = node[int(key)] if isinstance(node, list) else node[key]
-    value = node["name"] if isinstance(node, dict) else node
-    assert value == expected.format(cwd=tmp_path.resolve())
 
 
 # --- 9. a resumed run continues on the path of the run that never stopped ---------------------------------------

@@ -7,7 +7,7 @@ import sys
 import pytest
 import yaml
 
-from tests.test_recipe import ROOT
+from tests.helpers import ROOT
 
 
 def test_shell_script_parses():

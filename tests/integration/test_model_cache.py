@@ -14,12 +14,9 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from grpo_ext.run import model_cache
 from grpo_ext.settings import compat, model_names
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.helpers import ROOT
 
 DRIVER = """
 import sys, time, shutil
@@ -113,12 +110,3 @@ def test_an_unreadable_cached_checkpoint_is_converted_again(tiny_model, tmp_path
     model, tokenizer, _ = models.load({"name": "smollm2-135m-instruct", "dtype": "float32"}, tmp_path, said.append)
     assert converted == [ckpt] and model.config.hidden_size > 0
     assert any("cannot be read" in line and "converting it again" in line for line in said)
-
-
-@pytest.mark.parametrize("major", [4, 5])
-def test_each_transformers_family_has_its_own_entry(major, monkeypatch):
-    from packaging.version import Version
-
-    monkeypatch.setattr(compat, "transformers_version", lambda: Version(f"{major}.1.0"))
-    source = model_names.resolve("smollm2-135m-instruct", Path("."))
-    assert model_names.checkpoint_dir(source).name == f"transformers-{major}"

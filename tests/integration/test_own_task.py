@@ -10,10 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from grpo_ext import cli, recipe
-from tests.conftest import tiny_doc
-
-ROOT = Path(__file__).resolve().parents[1]
+from grpo_ext import cli
+from tests.helpers import recorded_round_trip, tiny_doc
 
 REWARD = '''def label_match(completions, label, **kwargs):
     """1.0 when the completion names the row's label."""
@@ -59,24 +57,6 @@ def own_doc(model: str, output_dir: Path, **data) -> dict:
 def write(path: Path, doc: dict) -> Path:
     path.write_text(yaml.safe_dump(doc, allow_unicode=True))
     return path
-
-
-def recorded_round_trip(path: Path, run_dir: Path) -> tuple[dict, dict]:
-    """(portable recipe, the same read back from the run directory's recipe.yaml, validated there)."""
-    first = recipe.load(str(path))
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "recipe.yaml").write_text(first.to_yaml())
-    return first.portable(), recipe.load(str(run_dir / "recipe.yaml")).portable()
-
-
-SHIPPED = sorted(p.name for p in (ROOT / "recipes").glob("*.yaml"))
-
-
-@pytest.mark.parametrize("name", SHIPPED)
-def test_shipped_recipe_recorded_in_a_run_directory_validates_as_it_is(name, tmp_path):
-    # every shipped recipe, as a run records it, is valid from the run directory and means the same there
-    first, again = recorded_round_trip(ROOT / "recipes" / name, tmp_path / "run")
-    assert again == first
 
 
 DATA_FORMS = [
@@ -266,23 +246,3 @@ def test_own_task_command_lines(argv, expected, task, tiny_model, tmp_path, caps
     cli.main(argv)
     seen = capsys.readouterr()
     assert expected.format(tmp=tmp_path) in (seen.out + seen.err).splitlines()
-
-
-@pytest.mark.parametrize("verbose", [False, True])
-def test_a_bar_drawn_with_tqdm_directly_is_quiet_like_the_others(verbose, capfd):
-    """transformers draws the GGUF conversion's bar with tqdm itself; it is quiet when the other bars are."""
-    import transformers
-    from tqdm.auto import tqdm
-
-    from grpo_ext.core import console
-
-    console.quiet_third_parties(verbose=False)
-    if verbose:
-        transformers.utils.logging.enable_progress_bar()  # what --verbose leaves on
-    try:
-        with console.bars_hushed():
-            for _ in tqdm(range(3), desc="Converting and de-quantizing GGUF tensors..."):
-                pass
-    finally:
-        transformers.utils.logging.disable_progress_bar()
-    assert ("Converting and de-quantizing" in capfd.readouterr().err) == verbose

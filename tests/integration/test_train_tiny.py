@@ -2,13 +2,12 @@
 
 import json
 import os
-from pathlib import Path
 
 import pytest
 import yaml
 
 from grpo_ext import cli
-from tests.conftest import tiny_doc
+from tests.helpers import ROOT, tiny_doc
 
 
 @pytest.fixture
@@ -67,8 +66,8 @@ def test_terminal_shows_only_our_lines(tiny_recipe, tmp_path):
         check=False,
         capture_output=True,
         text=True,
-        cwd=Path(__file__).resolve().parents[1],
-        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(Path(__file__).resolve().parents[1])},
+        cwd=ROOT,
+        env={**os.environ, "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(ROOT)},
     )
     assert proc.returncode == 0, proc.stderr
     assert [line for line in proc.stderr.splitlines() if not line.startswith("grpo_ext: ")] == []

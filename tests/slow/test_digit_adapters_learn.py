@@ -7,7 +7,7 @@ The QLoRA run is also merged, and the merged model must answer the eval prompts 
 import pytest
 
 from grpo_ext import cli
-from tests.conftest import train_shipped
+from tests.helpers import train_shipped
 
 RECIPES = [
     # (shipped recipe, merge and compare greedy answers?)

@@ -5,7 +5,7 @@ Slow (about 3 minutes on 2 cores, plus a one-time fetch and conversion of the mo
 
 import pytest
 
-from tests.conftest import train_shipped
+from tests.helpers import train_shipped
 
 
 @pytest.mark.slow

@@ -6,14 +6,13 @@ Slow (about 30-60 s on 2 cores: two processes each import torch and load the tin
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.test_recipe import ROOT
+from tests.helpers import ROOT
 
 
 def launch(*args: str, env: dict) -> subprocess.CompletedProcess:
@@ -50,21 +49,3 @@ def test_cpu_ddp_two_processes_one_run_directory(tiny_model, tmp_path):
     errors = [line for line in again.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and "already holds a run" in errors[0]
     assert json.loads((run / "summary.json").read_text())["status"] == "completed"
-
-
-def test_close_ends_the_process_group(monkeypatch):
-    """launch.close destroys an initialized gloo group (one process here) and is a no-op without one."""
-    import torch.distributed as dist
-
-    from grpo_ext.run import launch as grpo_launch
-
-    grpo_launch.close(completed=True)  # nothing initialized: nothing to do
-    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
-    with socket.socket() as sock:  # a free port
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    monkeypatch.setenv("MASTER_PORT", str(port))
-    dist.init_process_group("gloo", rank=0, world_size=1)
-    assert dist.is_initialized()
-    grpo_launch.close(completed=True)
-    assert not dist.is_initialized()

@@ -1,10 +1,7 @@
 """GRPO variants by name (``algorithm:``): each preset's GRPOConfig keys on the oldest and the newest TRL of the
 compatibility matrix, recipe keys over presets, refusals, the dry run, ``grpo-ext algorithms`` and the advice."""
 
-import json
-
 import pytest
-import yaml
 from packaging.version import Version
 
 from grpo_ext import cli
@@ -13,15 +10,9 @@ from grpo_ext.recipe import validate
 from grpo_ext.run import trainer
 from grpo_ext.settings import advice, compat, variants
 from grpo_ext.verbs import train
+from tests.helpers import bare_digit
 
 OLDEST, NEWEST = "0.19.1", "1.16.0"  # the rows CI runs
-
-
-def bare_digit(digit_doc: dict, **top) -> dict:
-    """The digit recipe without the training keys a preset sets, so that the preset decides them."""
-    digit_doc["training"] = {k: v for k, v in digit_doc["training"].items() if k not in variants.PRESET_KEYS}
-    digit_doc.update(top)
-    return digit_doc
 
 
 @pytest.mark.parametrize(
@@ -172,22 +163,6 @@ def test_every_preset_builds_the_installed_grpo_config(name, digit_doc, tmp_path
     config = GRPOConfig(**kwargs, use_cpu=True, bf16=False)
     for key, (value, _) in variants.VARIANTS[name].settings.items():
         assert compat.canonical(key, getattr(config, key)) == value
-
-
-def test_a_preset_trains_and_the_run_records_it(tiny_model, digit_doc, tmp_path, no_hub):
-    """The original GRPO (beta > 0: a reference model and a KL metric) trains the tiny model; the run's recipe
-    keeps the algorithm and the keys it set."""
-    import grpo_ext
-    from tests.conftest import tiny_doc
-
-    doc = tiny_doc(bare_digit(digit_doc, algorithm="grpo"), tiny_model, tmp_path / "run")
-    doc["training"]["max_steps"] = 1
-    summary = grpo_ext.train(validate(doc), overwrite=True)
-    assert summary["status"] == "completed"
-    recorded = yaml.safe_load((tmp_path / "run" / "recipe.yaml").read_text())
-    assert recorded["algorithm"] == "grpo" and recorded["training"]["beta"] == 0.04
-    metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    assert any("kl" in m for m in metrics)
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "grpo_ext"
+from tests.helpers import ROOT
+
+PACKAGE = ROOT / "grpo_ext"
 
 LAYERS: dict[str, int] = {
     "core": 1,  # errors, words for messages, value kinds, bounded YAML, files, console, catalog: stdlib and yaml only

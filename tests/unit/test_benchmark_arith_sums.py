@@ -1,11 +1,11 @@
-"""benchmarks/arith_sums.py: it reads the sum of every generated problem, and runs end to end on a tiny model."""
+"""benchmarks/arith_sums.py reads the sum of every generated problem (end to end on a tiny model:
+tests/integration/test_benchmark_arith_sums_tiny.py)."""
 
 import importlib.util
 import re
 
 from grpo_ext.settings import generators
-from tests.test_benchmark_seeds import bench
-from tests.test_recipe import ROOT
+from tests.helpers import ROOT
 
 spec = importlib.util.spec_from_file_location("bench_arith_sums", ROOT / "benchmarks" / "arith_sums.py")
 arith_sums = importlib.util.module_from_spec(spec)
@@ -22,15 +22,3 @@ def test_sums_reads_every_problem():
                 assert c == (a + b if op == "+" else a - b)
                 assert row["answer"].endswith(f"#### {c}")
                 assert re.search(rf"\b{a}\b", row["prompt"]) and re.search(rf"\b{b}\b", row["prompt"])
-
-
-def test_end_to_end_on_a_tiny_model(tiny_model):
-    proc = bench("arith_sums.py", "--recipe", "recipes/arith.yaml", "--model", str(tiny_model))
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    lines = proc.stdout.splitlines()
-    assert lines[0].startswith("recipes/arith.yaml: 256 training problems (121 distinct sums), 32 held-out problems")
-    assert lines[1] == "held-out problems whose sum is also a training problem's: 28 of 32"
-    assert lines[2] == "125 distinct sums asked bare, one greedy answer each (math_accuracy):"
-    shape = r"(\d+)/125 right \((\d+)/74 additions, (\d+)/51 subtractions\), replies [\d.]+ tokens on average"
-    right = re.fullmatch(rf"  {re.escape(str(tiny_model))}: {shape}", lines[3])
-    assert right and int(right[1]) == int(right[2]) + int(right[3])

@@ -1,16 +1,13 @@
 """The end boost (``explore:``): checked before loading, set and cleared in the trainer's sampling settings on
-the right steps, and seen end to end in the completions' lengths of a tiny run."""
+the right steps (seen end to end in a tiny run: tests/integration/test_explore_tiny_run.py)."""
 
-import json
 from types import SimpleNamespace
 
 import pytest
-import yaml
 
-from grpo_ext import cli, recipe
+from grpo_ext import recipe
 from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.run import explore
-from tests.conftest import tiny_doc
 
 CASES = [
     # (overrides of recipes/digit.yaml, text a problem must contain (None: valid))
@@ -98,19 +95,3 @@ def test_pre_flight_samples_as_the_first_steps_do():
     assert first["generation_kwargs"] == {"repetition_penalty": 1.1, explore.PENALTY: (2, 1.3)}
     assert training["generation_kwargs"] == {"repetition_penalty": 1.1}  # the recipe's own is left as it was
     assert explore.first_steps(training, {"end_boost": None, "start": 1, "steps": 8}) is training
-
-
-def test_tiny_run_samples_short_while_boosted(tiny_model, digit_doc, tmp_path, no_hub, capsys):
-    # A huge boost from the reply's first token ends every boosted completion at its second token; the random
-    # tiny model left to itself almost never samples the end token, so step 2 runs to max_completion_length.
-    doc = tiny_doc(digit_doc, tiny_model, tmp_path / "run", explore={"end_boost": 1000.0, "start": 0, "steps": 1})
-    doc["training"]["max_completion_length"] = 6
-    path = tmp_path / "tiny.yaml"
-    path.write_text(yaml.safe_dump(doc))
-    assert cli.main(["train", str(path), "eval.enabled=false", "training.save_strategy=no"]) == 0
-    lines = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
-    lengths = [line["completions/mean_length"] for line in lines]
-    assert lengths[0] <= 2 < lengths[1], lengths
-    err = capsys.readouterr().err
-    assert "explore: end-of-reply boost x1000.0 a token from the reply's first token, for the first 1 step" in err
-    assert "explore: end-of-reply boost off from step 2" in err

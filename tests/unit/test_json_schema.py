@@ -18,7 +18,6 @@ from grpo_ext.core import catalog
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.recipe import SCHEMA, TOP_LEVEL, json_schema, validate
 
-ROOT = Path(__file__).resolve().parents[1]
 SHIPPED = catalog.shipped_recipes()
 VALIDATOR = jsonschema.Draft202012Validator(json_schema.json_schema())
 

@@ -1,32 +1,14 @@
-"""Recipe loading, validation and overrides: every bad input is one line naming its key path."""
-
-import copy
-import sys
+"""Recipe loading, validation and overrides: every bad input is one line naming its key path (the same as a user's
+whole command, before anything heavy is imported: tests/integration/test_recipe_commands.py)."""
 
 import pytest
 
 from grpo_ext import cli, recipe
 from grpo_ext.core import catalog
 from grpo_ext.core.errors import RecipeError
-from tests.conftest import beside_torch_import
+from tests.helpers import mutate
 
 ROOT = catalog.PACKAGE_DIR.parent
-
-
-def mutate(doc: dict, path: str, value) -> dict:
-    """Set (or with value=KeyError, delete) a dotted key in a copy of doc."""
-    doc = copy.deepcopy(doc)
-    *parents, last = path.split(".")
-    node = doc
-    for key in parents:
-        node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
-    if value is KeyError:
-        del node[last]
-    elif isinstance(node, list):
-        node[int(last)] = value
-    else:
-        node[last] = value
-    return doc
 
 
 BAD = [
@@ -142,35 +124,6 @@ def test_every_shipped_recipe_validates():
     assert "digit" in shipped
     for path in shipped.values():
         recipe.load(str(path))
-
-
-def test_bad_recipe_is_fast_and_imports_no_torch(digit_doc, write_recipe, tmp_path):
-    """The error for a bad recipe comes before torch/trl are imported: the whole command, interpreter start
-    included, takes under a third of the time a bare ``import torch`` takes beside it."""
-    file = write_recipe(mutate(digit_doc, "training.learnin_rate", 1))
-    code = (
-        "import sys; from grpo_ext import cli; rc = cli.main(['train', sys.argv[1]]); "
-        "assert 'torch' not in sys.modules and 'trl' not in sys.modules, 'heavy import'; sys.exit(rc)"
-    )
-    proc, ratio = beside_torch_import([sys.executable, "-c", code, str(file)], cwd=ROOT)
-    assert proc.returncode == 2, proc.stderr
-    assert proc.stderr.count("\n") == 1 and "learnin_rate" in proc.stderr
-    assert ratio < 1 / 3, f"{ratio:.2f} of a torch import"
-
-
-def test_dry_run_fast_no_weights(tmp_path):
-    code = (
-        "import sys; from grpo_ext import cli; rc = cli.main(['train', 'digit', '--dry-run']); "
-        "assert 'torch' not in sys.modules, 'dry run imported torch'; sys.exit(rc)"
-    )
-    proc, ratio = beside_torch_import(
-        [sys.executable, "-c", code], cwd=ROOT, env={"GRPO_EXT_CACHE": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert ratio < 1 / 2, f"{ratio:.2f} of a torch import"
-    out = proc.stdout
-    assert "effective GRPOConfig" in out and "learning_rate" in out and "first run fetches and converts it" in out
-    assert not any(tmp_path.iterdir())  # nothing fetched or converted
 
 
 @pytest.mark.parametrize(

@@ -1,16 +1,16 @@
-"""Reward faults: each stops the run with one line of a fixed shape, or (on_error: skip) scores None and is counted."""
+"""Reward faults: each stops the run with one line of a fixed shape, or (on_error: skip) scores None and is counted
+(a reward that ends its process, and tiny runs with exiting rewards: tests/integration/test_reward_faults_processes.py)."""
 
 import re
-import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
 from grpo_ext.core.errors import RunError
 from grpo_ext.rewards.guard import Guarded
+from tests.helpers import TIMED
 
 COMPLETIONS = ["7", "seven is my answer, final", "3", "boom goes the reward"]
 
@@ -114,7 +114,8 @@ def test_per_sample_retry_slices_columns():
     assert seen[1:] == [(["1"], "S"), (["x"], "S")]
 
 
-def test_time_limit_works_off_the_main_thread():
+@pytest.mark.parametrize("timed", TIMED)
+def test_time_limit_works_off_the_main_thread(timed):
     result = {}
 
     def call():
@@ -128,27 +129,12 @@ def test_time_limit_works_off_the_main_thread():
     worker.start()
     worker.join(10)
     assert "did not return within 0.3 s" in result["error"]
-    assert time.monotonic() - t0 < 5
+    if timed:
+        assert time.monotonic() - t0 < 5
 
 
 def test_limit_none_calls_directly():
     assert Guarded(lambda completions, **kw: [0.25] * len(completions), "r", timeout=None)(completions=["a"]) == [0.25]
-
-
-def test_reward_stuck_in_c_code_ends_the_process():
-    """A regular expression that backtracks for ages holds the interpreter lock; faulthandler ends the process."""
-    code = (
-        "import re; from grpo_ext.rewards.guard import Guarded\n"
-        "def stuck(completions, **kw): return [float(bool(re.match(r'(a+)+$', 'a' * 60 + 'b')))]\n"
-        "Guarded(stuck, 'stuck', timeout=0.5)(completions=['a'])\n"
-    )
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[1]
-    )
-    assert proc.returncode == 1
-    assert proc.stderr.startswith("Timeout (0:00:02)!") and "stuck" in proc.stderr
-    assert time.monotonic() - t0 < 15
 
 
 def test_reward_thread_inherits_grad_mode():
@@ -198,38 +184,3 @@ def test_ctrl_c_without_a_limit_stays_an_interrupt():
     Ctrl-C: the run is interrupted (exit 130), not failed."""
     with pytest.raises(KeyboardInterrupt):
         Guarded(interrupts, "r", timeout=None)(completions=COMPLETIONS)
-
-
-EXITING_REWARDS = """
-import sys
-
-def exits(completions, **kwargs):
-    sys.exit(0)
-
-def interrupts(completions, **kwargs):
-    raise KeyboardInterrupt
-"""
-
-
-@pytest.mark.parametrize(
-    "name,eval_enabled",
-    [
-        ("exits", True),  # sys.exit(0) in the eval before training
-        ("exits", False),  # ... in the first training step
-        ("interrupts", False),
-    ],
-)
-def test_run_with_an_exiting_reward_fails(name, eval_enabled, digit_doc, tiny_model, write_recipe, tmp_path, no_hub, capsys):
-    import json
-
-    from conftest import tiny_doc
-
-    from grpo_ext import cli
-
-    (tmp_path / "exiting.py").write_text(EXITING_REWARDS)
-    reward = f"./exiting.py:{name}"
-    doc = tiny_doc(digit_doc, tiny_model, tmp_path / "run", rewards=[reward], eval={"enabled": eval_enabled})
-    assert cli.main(["train", str(write_recipe(doc))]) == 1
-    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
-    assert summary["status"] == "failed" and f"reward {name!r} raised" in summary["error"]
-    assert capsys.readouterr().err.splitlines()[-1].startswith(f"error: reward {name!r} raised ")

@@ -6,6 +6,7 @@ import time
 import pytest
 
 from grpo_ext.rewards.maths import final_answer, math_accuracy, math_closeness, plain_number
+from tests.helpers import TIMED
 
 CASES = [
     # completion, reference answer, expected score
@@ -98,7 +99,8 @@ def _score_timed(completion, answer, results):
 @pytest.mark.parametrize(
     "completion,answer", ADVERSARIAL, ids=["tower", "tower-bare", "parens", "parens-symbolic", "1MB", "latex", "latex2"]
 )
-def test_adversarial_within_a_second(completion, answer):
+@pytest.mark.parametrize("timed", TIMED)
+def test_adversarial_within_a_second(timed, completion, answer):
     math_accuracy()(["\\boxed{\\sqrt{2}}"], answer=["\\sqrt{3}"])  # start the verify worker outside the timing
     results = []
     _score_timed(completion, answer, results)
@@ -107,17 +109,20 @@ def test_adversarial_within_a_second(completion, answer):
     thread.join(timeout=10)
     assert len(results) == 2, "the worker thread did not finish"
     for elapsed, score in results:
-        assert elapsed < 1.0, f"took {elapsed:.2f} s"
+        if timed:
+            assert elapsed < 1.0, f"took {elapsed:.2f} s"
         assert score in ([0.0], [1.0])
 
 
-def test_overrunning_check_is_cut_off_and_the_next_one_works():
+@pytest.mark.parametrize("timed", TIMED)
+def test_overrunning_check_is_cut_off_and_the_next_one_works(timed):
     """A check that would run for minutes is killed at the time limit; the pool keeps answering after it."""
     reward = math_accuracy(time_limit=0.5)
     reward(["\\boxed{\\sqrt{2}}"], answer=["\\sqrt{3}"])
     t0 = time.monotonic()
     assert reward(["\\boxed{10^{100000000}+1}"], answer=["5"]) == [0.0]
-    assert time.monotonic() - t0 < 1.5
+    if timed:
+        assert time.monotonic() - t0 < 1.5
     assert reward(["\\boxed{\\frac{\\sqrt{2}}{2}}"], answer=["\\frac{1}{\\sqrt{2}}"]) == [1.0]
 
 

@@ -1,42 +1,11 @@
 """Finding rewards: registry names, module and file paths, installed entry points; errors that say what failed."""
 
-import json
-import textwrap
-
 import pytest
-import yaml
 
 from grpo_ext import cli
 from grpo_ext.core.errors import RecipeError
-from grpo_ext.rewards import build, known_names, registry
-
-PLUGIN = textwrap.dedent("""
-    def keyword_reward(completions, **kwargs):
-        return [1.0 if "7" in str(c) else 0.0 for c in completions]
-
-    def make_bonus(word="7"):
-        def bonus(completions, **kwargs):
-            return [0.5 if word in str(c) else 0.0 for c in completions]
-        return bonus
-""")
-
-
-@pytest.fixture
-def installed(tmp_path, monkeypatch):
-    """Make a package 'installed': a module plus a *.dist-info folder with entry_points.txt on sys.path."""
-
-    def install(package: str, entries: dict[str, str], module: str = PLUGIN):
-        root = tmp_path / f"site-{package}"
-        root.mkdir()
-        (root / f"{package}.py").write_text(module)
-        info = root / f"{package}-1.0.dist-info"
-        info.mkdir()
-        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 1.0\n")
-        lines = "".join(f"{name} = {target}\n" for name, target in entries.items())
-        (info / "entry_points.txt").write_text(f"[{registry.ENTRY_POINT_GROUP}]\n{lines}")
-        monkeypatch.syspath_prepend(str(root))
-
-    return install
+from grpo_ext.rewards import build, known_names
+from tests.helpers import PLUGIN
 
 
 def test_entry_point_is_found_by_name(installed, tmp_path):
@@ -167,30 +136,3 @@ def test_cli_rewards(argv, expected, capsys):
 def test_cli_rewards_errors(argv, expected, capsys):
     assert cli.main(argv) == 2
     assert expected in capsys.readouterr().err
-
-
-def test_module_file_and_entry_point_rewards_train(installed, tiny_model, digit_doc, tmp_path, monkeypatch, no_hub):
-    """A reward from each kind of source trains in one tiny run, each logged under its own name."""
-    installed("kwpkg", {"keyword_reward": "kwpkg:keyword_reward"})
-    (tmp_path / "my_rewards.py").write_text(
-        "def brevity(completions, **kwargs):\n    return [1.0 / (1 + len(str(c))) for c in completions]\n"
-    )
-    mod = tmp_path / "site-mods"
-    mod.mkdir()
-    (mod / "my_pkg_rewards.py").write_text(
-        "def shouting(completions, **kwargs):\n    return [float(str(c).isupper()) for c in completions]\n"
-    )
-    monkeypatch.syspath_prepend(str(mod))
-    doc = digit_doc
-    doc["model"]["name"] = str(tiny_model)
-    doc["training"].update(
-        max_steps=1, per_device_train_batch_size=4, num_generations=4, max_completion_length=4, save_strategy="no"
-    )
-    doc["eval"]["enabled"] = False
-    doc["rewards"] = ["keyword_reward", "./my_rewards.py:brevity", {"name": "my_pkg_rewards:shouting", "weight": 0.5}]
-    doc["output_dir"] = str(tmp_path / "run")
-    recipe = tmp_path / "r.yaml"
-    recipe.write_text(yaml.safe_dump(doc))
-    assert cli.main(["train", str(recipe)]) == 0
-    line = json.loads((tmp_path / "run" / "metrics.jsonl").read_text().splitlines()[0])
-    assert {"rewards/keyword_reward/mean", "rewards/brevity/mean", "rewards/shouting/mean"} <= set(line)

@@ -8,12 +8,12 @@ after which the whole process group is killed, children included; output kept to
 What holds where the kernel allows it (Linux, as root; ``isolation()`` says what applied): a network
 namespace with no interface but loopback, so no connection leaves; a PID namespace, so that every process the
 program starts dies with it; a mount namespace in which every file system is read-only but the run's folder, with
-empty /dev/shm, /root and /home of its own (the interpreter is mounted into the run's folder); and
-the program runs as a user id of its own (no account, no privileges, one per run: ``user``), so it reads only
-what any user may read and starts at most
-``processes`` processes. Without namespaces the program runs as the training user: the number of processes is
-limited only for a user other than root (the kernel does not apply ``RLIMIT_NPROC`` to root), it can read and
-write what that user can, and it can reach the network.
+empty /dev/shm, /root and /home of its own (the interpreter is mounted into the run's folder); and the program
+runs as a user id of its own (no account, no privileges, one per run: ``user``), so it reads only what any user
+may read and starts at most ``processes`` processes. The training process never forks: it spawns the harness
+(``sandbox_harness.py``), which sets all of this up. Without namespaces the program runs as the training user:
+the number of processes is limited only for a user other than root (the kernel does not apply ``RLIMIT_NPROC``
+to root), it can read and write what that user can, and it can reach the network.
 
 This is defence in depth for code from a model being trained, not a security boundary against a determined
 attacker: the kernel is shared, and files any user may read stay readable. For untrusted code from people, use a

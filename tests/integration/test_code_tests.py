@@ -64,7 +64,7 @@ ESCAPES = [
     f"import os\nos.system('touch {OUTSIDE}/grpo_ext_escape_1')",
     f"open('{OUTSIDE}/grpo_ext_escape_2', 'w').write('x')",
     "open('/tmp/grpo_ext_escape_3', 'w').write('x')",
-    "import subprocess\nsubprocess.Popen(['sleep', '300'])",
+    "import subprocess\nsubprocess.Popen(['sleep', '317.25'])",  # a duration no other process on the machine uses
 ]
 
 
@@ -72,7 +72,7 @@ ESCAPES = [
 def test_nothing_is_written_outside_and_nothing_left_running(program):
     result = sandbox.run(program, "", None, sandbox.Limits(wall_seconds=3))
     time.sleep(0.2)
-    left = subprocess.run(["pgrep", "-f", "sleep 300"], capture_output=True, text=True).stdout.split()
+    left = subprocess.run(["pgrep", "-f", "sleep 317.25"], capture_output=True, text=True).stdout.split()
     assert not left, "a process the program started outlived it"
     if ISOLATED or kernel_allows_namespaces():
         assert ISOLATED, f"the kernel allows namespaces and the sandbox has only {sandbox.isolation()}"

@@ -24,7 +24,7 @@ from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor, wait
 
 from grpo_ext.core.errors import RecipeError
-from grpo_ext.rewards.registry import completion_text, register
+from grpo_ext.rewards.registry import completion_text, prompt_text, register
 
 RUBRIC = (
     "Grade the response to the request below on a scale of {low} to {high}, where {high} is a response that fully "
@@ -40,10 +40,9 @@ _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _OWN_FIELDS = {"prompt", "completion", "low", "high", "n", "responses"}
 
 
-def _text(prompt) -> str:
-    if isinstance(prompt, list):
-        return "\n".join(f"{m.get('role', 'user')}: {m.get('content', '')}" if isinstance(m, dict) else str(m) for m in prompt)
-    return str(prompt)
+def numbered(responses: list[str]) -> str:
+    """The responses a group-mode rubric shows, numbered from 1 as ``parse_group`` reads the grades back."""
+    return "\n\n".join(f"Response {k}:\n{text}" for k, text in enumerate(responses, start=1))
 
 
 def parse_score(reply: str, low: float, high: float) -> float | None:
@@ -102,6 +101,22 @@ class Judge:
             self._client = OpenAI(base_url=s["base_url"], api_key=key or "none", timeout=s["timeout"], max_retries=s["retries"])
         return self._client
 
+    def complete(self, client, content: str) -> str:
+        """The text of the judge's reply to one user message, through ``client``."""
+        s = self.settings
+        reply = client.chat.completions.create(
+            model=s["model"],
+            messages=[{"role": "user", "content": content}],
+            max_tokens=s["max_tokens"],
+            temperature=s["temperature"],
+            extra_body=s["extra_body"] or None,
+        )
+        return reply.choices[0].message.content or ""
+
+    def scale(self) -> dict:
+        """The rubric's ``{low}`` and ``{high}``, written as a person would (``0``, not ``0.0``)."""
+        return {"low": f"{self.settings['low']:g}", "high": f"{self.settings['high']:g}"}
+
     def ask(self, content: str) -> str:
         """The judge's reply to one user message (cached by its text)."""
         with self._lock:
@@ -109,14 +124,7 @@ class Judge:
                 self._cache.move_to_end(content)
                 return self._cache[content]
         s = self.settings
-        reply = self.client().chat.completions.create(
-            model=s["model"],
-            messages=[{"role": "user", "content": content}],
-            max_tokens=s["max_tokens"],
-            temperature=s["temperature"],
-            extra_body=s["extra_body"] or None,
-        )
-        text = reply.choices[0].message.content or ""
+        text = self.complete(self.client(), content)
         with self._lock:
             self._cache[content] = text
             while len(self._cache) > s["cache_size"]:
@@ -124,11 +132,7 @@ class Judge:
         return text
 
     def _fields(self, prompt, kwargs: dict, i: int) -> dict:
-        return {c: kwargs[c][i] for c in self.columns} | {
-            "prompt": _text(prompt),
-            "low": self.settings["low"],
-            "high": self.settings["high"],
-        }
+        return {c: kwargs[c][i] for c in self.columns} | {"prompt": prompt_text(prompt, roles=True)} | self.scale()
 
     def requests(self, prompts, completions, kwargs: dict) -> list[tuple[list[int], str]]:
         """(the completions a request grades, its message): one each, or one per prompt's group."""
@@ -143,7 +147,7 @@ class Judge:
             groups.setdefault(json.dumps(p, sort_keys=True, default=str), []).append(i)
         out = []
         for members in groups.values():
-            responses = "\n\n".join(f"Response {k + 1}:\n{completion_text(completions[i])}" for k, i in enumerate(members))
+            responses = numbered([completion_text(completions[i]) for i in members])
             fields = self._fields(prompts[members[0]], kwargs, members[0]) | {"responses": responses, "n": len(members)}
             out.append((members, rubric.format_map(fields)))
         return out
@@ -181,30 +185,15 @@ class Judge:
     def preflight(self) -> None:
         """One request before the model loads: the server answers and the reply parses; RecipeError if not."""
         s = self.settings
-        example = {c: f"<{c}>" for c in self.columns} | {
-            "prompt": "What is 2 + 2?",
-            "low": f"{s['low']:g}",
-            "high": f"{s['high']:g}",
-        }
+        example = {c: f"<{c}>" for c in self.columns} | {"prompt": "What is 2 + 2?"} | self.scale()
         if s["mode"] == "single":
             message = s["rubric"].format_map(example | {"completion": "4"})
         else:
-            message = s["rubric"].format_map(example | {"responses": "Response 1:\n4\n\nResponse 2:\n5", "n": 2})
+            message = s["rubric"].format_map(example | {"responses": numbered(["4", "5"]), "n": 2})
         try:
-            reply = (
-                self.client()
-                .with_options(max_retries=0)
-                .chat.completions.create(
-                    model=s["model"],
-                    messages=[{"role": "user", "content": message}],
-                    max_tokens=s["max_tokens"],
-                    temperature=s["temperature"],
-                    extra_body=s["extra_body"] or None,
-                )
-            )
+            text = self.complete(self.client().with_options(max_retries=0), message)
         except Exception as exc:  # the client's own errors: connection, status, timeout
             raise RecipeError(f"llm_judge: {s['base_url']} did not answer a test request: {type(exc).__name__}: {exc}") from None
-        text = reply.choices[0].message.content or ""
         parsed = [parse_score(text, s["low"], s["high"])] if s["mode"] == "single" else parse_group(text, 2, s["low"], s["high"])
         if all(p is None for p in parsed):
             raise RecipeError(

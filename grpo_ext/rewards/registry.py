@@ -246,6 +246,24 @@ def _takes_trl_call(fn: RewardFunc, name: str, path: str) -> RewardFunc:
     return fn
 
 
+def prompt_text(prompt: str | list, roles: bool = False) -> str:
+    r"""A prompt as plain text: chat messages one per line, each after its role when ``roles``.
+
+    >>> chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}]
+    >>> prompt_text("2+2?"), prompt_text(chat), prompt_text(chat, roles=True)
+    ('2+2?', 'Be brief.\n2+2?', 'system: Be brief.\nuser: 2+2?')
+    """
+    if not isinstance(prompt, list):
+        return str(prompt)
+    lines = []
+    for m in prompt:
+        if not isinstance(m, dict):
+            lines.append(str(m))
+        else:
+            lines.append(f"{m.get('role', 'user')}: {m.get('content', '')}" if roles else str(m.get("content", "")))
+    return "\n".join(lines)
+
+
 def completion_text(completion: str | list | dict) -> str:
     """The text of one completion, whether plain text or a list of chat messages.
 

@@ -9,13 +9,7 @@ single output of the usual reward head), the value TRL takes from a reward model
 same on every TRL, because grpo_ext computes it.
 """
 
-from grpo_ext.rewards.registry import completion_text, register
-
-
-def _text_of(prompt) -> str:
-    if isinstance(prompt, list):
-        return "\n".join(str(m.get("content", "")) if isinstance(m, dict) else str(m) for m in prompt)
-    return str(prompt)
+from grpo_ext.rewards.registry import completion_text, prompt_text, register
 
 
 class RewardModel:
@@ -63,7 +57,7 @@ class RewardModel:
         reply = completion_text(completion)
         if isinstance(prompt, list) and getattr(tokenizer, "chat_template", None):
             return tokenizer.apply_chat_template([*prompt, {"role": "assistant", "content": reply}], tokenize=False)
-        return _text_of(prompt) + reply
+        return prompt_text(prompt) + reply
 
     def __call__(self, prompts, completions, **kwargs) -> list[float]:
         import torch

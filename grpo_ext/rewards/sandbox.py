@@ -143,6 +143,7 @@ def _run(program: str, tests: str, stdin: str | None, limits: Limits, isolated: 
             "folder": str(folder),
             "isolated": bool(isolated),
             "python_home": str(home),
+            "python_mount": str(folder / PYTHON),
             "python_in_home": str(Path(os.path.realpath(sys.executable)).relative_to(home)) if isolated else "",
             "uid": uid,
             "gid": gid,

@@ -18,7 +18,6 @@ import traceback
 
 _CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWPID, _CLONE_NEWIPC = 0x00020000, 0x40000000, 0x20000000, 0x08000000
 _MS_RDONLY, _MS_NOSUID, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x1, 0x2, 0x20, 0x1000, 0x4000, 0x40000
-PYTHON = ".python"  # where the interpreter is mounted inside the folder (sandbox.PYTHON)
 
 
 def _mount_points() -> list[str]:
@@ -26,8 +25,8 @@ def _mount_points() -> list[str]:
         return sorted({line.split()[4].replace("\\040", " ") for line in fh}, key=len)
 
 
-def namespaces(folder: str, python_home: str) -> None:
-    """New network, PID, IPC and mount namespaces; the interpreter mounted at ``folder/.python``; every mount
+def namespaces(folder: str, python_home: str, inside: str) -> None:
+    """New network, PID, IPC and mount namespaces; the interpreter mounted at ``inside`` (in ``folder``); every mount
     read-only but ``folder``; /dev/shm, /root and /home covered by empty file systems."""
     libc = ctypes.CDLL(None, use_errno=True)
 
@@ -41,7 +40,6 @@ def namespaces(folder: str, python_home: str) -> None:
     keep = os.fsencode(folder)
     mount(keep, keep, None, _MS_BIND, None, "mount --bind FOLDER")  # its own mount, left writable below
     os.chdir(folder)  # onto that mount
-    inside = os.path.join(folder, PYTHON)
     mount(os.fsencode(python_home), os.fsencode(inside), None, _MS_BIND | _MS_REC, None, "mount --bind PYTHON")
     for point in _mount_points():
         if point == folder or point.startswith(("/proc", "/sys", "/dev")):
@@ -57,7 +55,7 @@ def namespaces(folder: str, python_home: str) -> None:
 def setup(s: dict) -> None:
     isolated = s["isolated"]
     if isolated:
-        namespaces(s["folder"], s["python_home"])
+        namespaces(s["folder"], s["python_home"], s["python_mount"])
     mb = 1 << 20
     for what, value in (
         (resource.RLIMIT_CPU, s["cpu_seconds"]),
@@ -74,8 +72,8 @@ def setup(s: dict) -> None:
     os.setgroups([])
     os.setgid(s["gid"])
     os.setuid(s["uid"])
-    python = os.path.join(".", PYTHON, s["python_in_home"])
-    env = {**os.environ, "LD_LIBRARY_PATH": os.path.join(s["folder"], PYTHON, "lib")}  # a shared libpython, by path
+    python = os.path.join(s["python_mount"], s["python_in_home"])
+    env = {**os.environ, "LD_LIBRARY_PATH": os.path.join(s["python_mount"], "lib")}  # a shared libpython, by path
     os.execve(python, [python, "-I", "-S", "harness.py", "run", json.dumps(s)], env)
 
 

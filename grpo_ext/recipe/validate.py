@@ -133,6 +133,8 @@ def _model_reward(entry: dict, where: str, base_dir: Path, problems: list[str]) 
         problems.append(f"{where}.model: a reward model is {{model: PATH_OR_ID}} with no name and no args.model")
         return entry
     local = resolve_path(model, base_dir)
+    if model.startswith((".", "/", "~")) and not local.exists():
+        problems.append(f"{where}.model: {local} does not exist; give a reward model's directory or a hub id")
     named = str(local.resolve()) if local.exists() or model.startswith((".", "/", "~")) else model
     return {**entry, "name": "reward_model", "args": {"model": named, **args}}
 

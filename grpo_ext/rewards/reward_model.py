@@ -9,6 +9,8 @@ single output of the usual reward head), the value TRL takes from a reward model
 same on every TRL, because grpo_ext computes it.
 """
 
+from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.text import first_line
 from grpo_ext.rewards.registry import completion_text, prompt_text, register
 
 
@@ -51,6 +53,14 @@ class RewardModel:
                 raise ValueError(f"label {self.label}: {self.model} has {labels} output(s); give 0 to {labels - 1}")
             self._loaded = tokenizer, net, device
         return self._loaded
+
+    def preflight(self) -> None:
+        """Load the model before the policy does (``train`` calls this): a model that cannot be read stops the run
+        with one line, before anything else is loaded or written."""
+        try:
+            self.load()
+        except (OSError, ValueError) as exc:  # transformers' own errors for a missing or unreadable checkpoint
+            raise RecipeError(f"reward_model: {self.model} cannot be loaded: {first_line(str(exc))}") from None
 
     def text(self, tokenizer, prompt, completion) -> str:
         """The prompt with its completion as the model reads them."""

@@ -67,3 +67,21 @@ def test_two_steps_with_a_reward_model(tiny_model, tiny_reward_model, digit_doc,
     lines = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     means = [line.get("rewards/reward_model/mean") for line in lines if "rewards/digit_exact/mean" in line]
     assert len(means) == 2 and all(isinstance(m, float) for m in means)  # the model's scores reached the trainer
+
+
+def test_a_reward_model_that_is_not_there_stops_before_anything_loads(tmp_path, digit_doc, tiny_model, no_hub, capsys):
+    """A missing local path is refused by validation; a folder that holds no model stops train with one line
+    before the policy loads, and nothing is written (a hub id that cannot be fetched goes the same way, after
+    the hub's own retries)."""
+    doc = tiny_doc(digit_doc, tiny_model, tmp_path / "run")
+    doc["rewards"] = [{"model": "./no-such-model"}]
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(doc))
+    with pytest.raises(RecipeError, match=r"rewards\[0\]\.model: .*no-such-model does not exist"):
+        load(str(tmp_path / "r.yaml"))
+    (tmp_path / "empty").mkdir()
+    doc["rewards"] = [{"model": "./empty"}]
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(doc))
+    assert cli.main(["train", str(tmp_path / "r.yaml")]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: reward_model: {tmp_path / 'empty'} cannot be loaded: "), line
+    assert not (tmp_path / "run").exists()

@@ -188,6 +188,21 @@ def _seconds(value) -> str:
     return f"{value:.0f} s" if value >= 10 else f"{value:.1f} s"
 
 
+def reward_seconds(records: list[dict]) -> dict[str, float]:
+    """Wall time each reward spent scoring during training, from the ``reward_seconds/NAME`` of metrics lines.
+
+    >>> reward_seconds([{"reward_seconds/a": 1.5, "loss": 0.1}, {"reward_seconds/a": 2.0, "reward_seconds/b": 0.25}])
+    {'a': 3.5, 'b': 0.25}
+    """
+    totals: dict[str, float] = {}
+    for record in records:
+        for key, value in record.items():
+            if key.startswith("reward_seconds/") and isinstance(value, (int, float)):
+                name = key.removeprefix("reward_seconds/")
+                totals[name] = totals.get(name, 0.0) + value
+    return totals
+
+
 def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: list[dict]) -> str:
     """``report.md``: what ran, how it went, and what changed."""
     lines = [f"# Run report: {run_dir.name}", ""]
@@ -245,7 +260,10 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
     for label, key in (("eval before", "eval_before"), ("eval after", "eval_after")):
         if (summary.get(key) or {}).get("seconds") is not None:
             lines.append(f"| {label} | {_seconds(summary[key]['seconds'])} |")
-    lines.append(f"| training | {_seconds(train_s)} |")
+    lines.append(f"| training | {_seconds(train_s)}{per_step} |")
+    for name, total in reward_seconds(records).items():
+        share_of_step = f", {total / train_s:.0%} of training" if train_s else ""
+        lines.append(f"| reward {name}, per step | {_seconds(total / steps) if steps else '-'}{share_of_step} |")
     share = eval_share(summary)
     if share is not None:
         lines.append(f"| eval share of eval + training time | {share:.0%} |")

@@ -16,6 +16,7 @@ import math
 import numbers
 import sys
 import threading
+import time
 
 from grpo_ext.core.errors import RunError
 from grpo_ext.core.text import listing, shown
@@ -128,13 +129,16 @@ class Guarded:
         self.accepts = compat.reward_params(fn)
         self.columns = compat.reward_columns(fn)  # dataset columns it needs, checked before any model loads
         self.skipped = 0  # samples scored None after an error, since the last metrics line
+        self.seconds = 0.0  # wall time spent scoring, since the last metrics line
         self.warned = False
 
     def __getstate__(self):
-        return {k: v for k, v in self.__dict__.items() if k not in ("skipped", "warned")} | {"skipped": 0, "warned": False}
+        fresh = {"skipped": 0, "seconds": 0.0, "warned": False}
+        return {k: v for k, v in self.__dict__.items() if k not in fresh} | fresh
 
     def __call__(self, completions, **kwargs) -> list[float | None]:
         n = len(completions)
+        started = time.perf_counter()
         try:
             scores = call_with_limit(
                 self._batch_then_samples, self.timeout, completions=completions, **compat.reward_kwargs(self.accepts, kwargs)
@@ -149,6 +153,8 @@ class Guarded:
                 f"reward {self.__name__!r} raised {_reason(exc.exc)} on a batch of {n} completions; a reward returns "
                 f"scores and never exits: fix the reward ({self.where})"
             ) from exc.exc
+        finally:
+            self.seconds += time.perf_counter() - started
         if not isinstance(scores, (list, tuple)) or len(scores) != n:
             got = f"{len(scores)} scores" if isinstance(scores, (list, tuple)) else f"a {type(scores).__name__}"
             raise RunError(f"reward {self.__name__!r} returned {got} for {n} completions; return one score per completion")
@@ -250,22 +256,26 @@ def missing_columns(funcs: list, columns: list[str], rows: str) -> list[str]:
     return problems
 
 
-def error_counter(funcs: list):
-    """A TrainerCallback that adds ``reward_errors/NAME`` (samples skipped since the last line) to each log."""
+def reward_meter(funcs: list):
+    """A TrainerCallback that adds to each training log, per reward, ``reward_seconds/NAME`` (wall time spent
+    scoring since the last line, for the cost of a reward next to the step's) and, for rewards that skip errors,
+    ``reward_errors/NAME`` (samples scored None since the last line)."""
     from transformers import TrainerCallback
 
-    skipping = [f for f in funcs if isinstance(f, Guarded) and f.on_error == "skip"]
+    guarded = [f for f in funcs if isinstance(f, Guarded)]
 
-    class _Counter(TrainerCallback):
+    class _Meter(TrainerCallback):
         def on_train_begin(self, args, state, control, **kwargs):
-            for f in skipping:
-                f.skipped = 0  # samples the eval before skipped are not the first step's
+            for f in guarded:  # what the pre-flight and the eval before cost is not the first step's
+                f.skipped, f.seconds = 0, 0.0
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs is None or "reward" not in logs:
                 return
-            for f in skipping:
-                logs[f"reward_errors/{f.__name__}"] = f.skipped
-                f.skipped = 0
+            for f in guarded:
+                logs[f"reward_seconds/{f.__name__}"] = round(f.seconds, 3)
+                if f.on_error == "skip":
+                    logs[f"reward_errors/{f.__name__}"] = f.skipped
+                f.skipped, f.seconds = 0, 0.0
 
-    return _Counter()
+    return _Meter()

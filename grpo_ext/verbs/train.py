@@ -288,7 +288,7 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     metrics = progress.MetricsLog(
         prepared.path / "metrics.jsonl", is_main, log, watch=watch, trained_before=_trained_before(prepared)
     )
-    own = [guard.error_counter(recipe.reward_funcs), metrics, rundir.marker_callback(is_main, keep)]
+    own = [guard.reward_meter(recipe.reward_funcs), metrics, rundir.marker_callback(is_main, keep)]
     grpo = trainer.make_trainer(
         model=model,
         reward_funcs=recipe.reward_funcs,

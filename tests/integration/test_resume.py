@@ -10,7 +10,13 @@ from grpo_ext.run import rundir
 from tests.helpers import logged_steps, resumable_doc
 
 
-def test_skipped_reward_errors_are_counted_per_step(tiny_model, digit_doc, tmp_path, no_hub, capsys):
+def test_skipped_reward_errors_and_reward_time_are_counted_per_step(tiny_model, digit_doc, tmp_path, no_hub, capsys):
+    (tmp_path / "slow.py").write_text(
+        "import time\n"
+        "def slow(completions, **kwargs):\n"
+        "    time.sleep(0.3)\n"
+        "    return [0.5] * len(completions)\n"
+    )
     (tmp_path / "picky.py").write_text(
         "def picky(completions, prompts, **kwargs):\n"
         "    if any('bad' in str(p) for p in prompts):\n"
@@ -19,13 +25,19 @@ def test_skipped_reward_errors_are_counted_per_step(tiny_model, digit_doc, tmp_p
     )
     doc = resumable_doc(digit_doc, tiny_model, tmp_path / "run", max_steps=2, num_generations=2)
     doc["data"]["prompts"] = ["a good prompt", "a bad prompt"]  # every step holds both (2 prompts x 2 completions)
-    doc["rewards"] = [{"name": "./picky.py:picky", "on_error": "skip"}, "digit_exact"]
+    doc["rewards"] = [{"name": "./picky.py:picky", "on_error": "skip"}, "digit_exact", "./slow.py:slow"]
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump(doc))
     assert cli.main(["train", str(path)]) == 0
     lines = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [line["reward_errors/picky"] for line in lines] == [2.0, 2.0]  # the two bad-prompt samples, each step
     assert [line["rewards/picky/mean"] for line in lines] == [1.0, 1.0]  # the skipped samples are left out
+    # the time each reward took is logged per step: slow sleeps 0.3 s per call, one call a step (not the eval's)
+    assert all(0.3 <= line["reward_seconds/slow"] < 3 for line in lines), [line["reward_seconds/slow"] for line in lines]
+    assert all(line["reward_seconds/digit_exact"] < 0.3 for line in lines)
+    assert "reward_errors/slow" not in lines[0]  # counted only for rewards that skip errors
+    report = (tmp_path / "run" / "report.md").read_text()
+    assert "| reward slow, per step | 0.3 s" in report or "| reward slow, per step | 0.4 s" in report, report
     warnings = [line for line in capsys.readouterr().err.splitlines() if "warning: reward 'picky'" in line]  # not health's
     assert len(warnings) == 1 and "raised ValueError: cannot judge a bad prompt on sample" in warnings[0]
 

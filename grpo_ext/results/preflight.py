@@ -74,7 +74,12 @@ def verdicts(
     for name, s in stats.items():
         n = s["samples"]
         if s["none"] == n:
-            say("preflight_none", f"{name} returned None for all {n} samples", "it judges none of them", "check its columns")
+            say(
+                "preflight_none",
+                f"{name} returned None for all {n} samples",
+                "it scores none of them: a rule reward lacks the data it reads, or a judge or program failed",
+                "check its columns and args, and any warning it printed above",
+            )
         elif s["nan"]:
             say("preflight_nan", f"{name} returned NaN for {s['nan']} of {n} samples", "NaN reaches the loss", "return a number")
         elif s["zero_spread_groups"] == 1.0:

@@ -15,6 +15,7 @@ From Python::
     grpo_ext.evaluate(recipe, ["runs/digit"])                            # score models on the eval prompts
     grpo_ext.evaluate_checkpoints(recipe, "runs/digit")                   # score every checkpoint of a run
     grpo_ext.merge("runs/digit-lora")                                     # fold a LoRA adapter into its base
+    grpo_ext.push("runs/digit", "me/digit-grpo", dry_run=True)            # what a push to the Hub would upload
     lines, healthy = grpo_ext.doctor("runs/digit")                        # a run's health findings and remedies
 
 Importing this package is cheap: torch, transformers and trl are imported only when a run needs them.
@@ -27,6 +28,7 @@ from grpo_ext.verbs.doctor import diagnose as doctor
 from grpo_ext.verbs.evaluate import evaluate_models as evaluate
 from grpo_ext.verbs.merge import merge
 from grpo_ext.verbs.plan import plan
+from grpo_ext.verbs.push import push
 from grpo_ext.verbs.sweep import sweep as evaluate_checkpoints
 from grpo_ext.verbs.train import dry_run, train
 
@@ -42,5 +44,6 @@ __all__ = [
     "load_recipe",
     "merge",
     "plan",
+    "push",
     "train",
 ]

@@ -10,8 +10,9 @@
     grpo-ext rewards show NAME                          a reward's arguments and documentation
     grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg k=v]   score one completion
     grpo-ext merge RUN_DIR [--out DIR]                  fold a LoRA adapter into its base model
+    grpo-ext push RUN_DIR OWNER/NAME [--private] [--revision BRANCH] [--dry-run]   publish final/ on the Hub, with a card
     grpo-ext plan RECIPE [key=value ...] [--gpu-memory 8GiB] [--gpus N --sharding zero3]   peak memory; what to change
-    grpo-ext doctor RUN_DIR                             a run's health: findings and remedies; exit 1 when not healthy
+    grpo-ext doctor RUN_DIR [--samples [N]]             a run's health: findings and remedies; exit 1 when not healthy
     grpo-ext doctor --env [RECIPE]                      versions, devices and cache for a bug report; known-bad combinations
     grpo-ext algorithms [NAME]                          GRPO variants a recipe names with algorithm:, and what each sets
     grpo-ext schema [--out FILE]                        the recipe's JSON Schema, for an editor's YAML language server
@@ -35,7 +36,7 @@ from grpo_ext.core.text import first_line, suggest
 from grpo_ext.recipe import json_schema, load, parse_override
 from grpo_ext.rewards import registry
 from grpo_ext.settings import compat, shapes, variants
-from grpo_ext.verbs import doctor, evaluate, merge, plan, sweep, train
+from grpo_ext.verbs import doctor, evaluate, merge, plan, push, sweep, train
 
 
 def cmd_train(args) -> None:
@@ -218,13 +219,24 @@ def cmd_merge(args) -> None:
     merge.merge(args.run_dir, args.out, check=not args.no_check)
 
 
+def cmd_push(args) -> None:
+    upload = push.push(args.run_dir, args.repo_id, private=args.private, revision=args.revision, dry_run=args.dry_run)
+    if args.dry_run:
+        print("\n".join(upload.lines()))
+    else:
+        print(f"pushed {len(upload.files)} files to {args.repo_id}: {upload.url}")
+
+
 def cmd_plan(args) -> int:
     fits = plan.plan(args.recipe, args.overrides, args.gpu_memory, args.device, args.gpus, args.sharding)
     return 1 if fits is False else 0
 
 
 def cmd_doctor(args) -> int:
-    """A run's health (exit 1 when not healthy), or with --env the facts a bug report needs (exit 1 on a known-bad mix)."""
+    """A run's health (exit 1 when not healthy) and with --samples its last completions, or with --env the facts a bug
+    report needs (exit 1 on a known-bad mix)."""
+    if args.env and args.samples is not None:
+        raise RecipeError("doctor: --samples reads a run directory; drop --env")
     if args.env:
         facts, problems = doctor.environment(load(args.target)["training"] if args.target else None)
         for line in facts + [f"problem: {p}" for p in problems]:
@@ -232,8 +244,11 @@ def cmd_doctor(args) -> int:
         return 1 if problems else 0
     if not args.target:
         raise RecipeError("doctor: give a run directory (grpo-ext doctor runs/digit), or --env")
+    logged = doctor.samples(args.target, args.samples) if args.samples is not None else None  # a bad count: before any line
     lines, healthy = doctor.diagnose(args.target)
     print("\n".join(lines))
+    if logged is not None:
+        doctor.show_samples(*logged)
     return 0 if healthy else 1
 
 
@@ -316,6 +331,16 @@ def parser() -> argparse.ArgumentParser:
     mg.add_argument("--no-check", action="store_true", help="skip comparing greedy answers on the eval prompts")
     mg.set_defaults(fn=cmd_merge)
 
+    ps = sub.add_parser("push", help="publish a finished run's model (or LoRA adapter) on the Hugging Face Hub, with a card")
+    ps.add_argument("run_dir", help="the run directory (output_dir) of a finished run; its final/ is uploaded")
+    ps.add_argument("repo_id", help="the Hub model repo, OWNER/NAME (created if missing); token: HF_TOKEN or `hf auth login`")
+    ps.add_argument("--private", action="store_true", help="create the repo private (an existing repo keeps its visibility)")
+    ps.add_argument("--revision", metavar="BRANCH", help="the branch to commit to, created if missing (default: main)")
+    ps.add_argument(
+        "--dry-run", action="store_true", help="write the card; list the files and the card's first lines; send nothing"
+    )
+    ps.set_defaults(fn=cmd_push)
+
     pl = sub.add_parser("plan", help="estimate peak memory of a recipe; say what to change when it will not fit")
     _recipe_args(pl, "section.key=value overrides, e.g. model.quantization=4bit")
     pl.add_argument("--gpu-memory", help="memory of one GPU, e.g. 8GiB; plans for that GPU (exit 1 when it will not fit)")
@@ -327,6 +352,14 @@ def parser() -> argparse.ArgumentParser:
     dr = sub.add_parser("doctor", help="diagnose a run directory (exit 1 when not healthy); --env: facts for a bug report")
     dr.add_argument("target", nargs="?", help="a run directory; with --env, optionally a recipe whose settings to check too")
     dr.add_argument("--env", action="store_true", help="versions, devices, cache; known-bad combinations")
+    dr.add_argument(
+        "--samples",
+        nargs="?",
+        type=int,
+        const=doctor.SAMPLES,
+        metavar="N",
+        help=f"also print the last N completions the run logged (completions.jsonl), default {doctor.SAMPLES}",
+    )
     dr.set_defaults(fn=cmd_doctor)
     return p
 

@@ -6,6 +6,8 @@ from grpo_ext.recipe.schema import SCHEMA
 RESUME_MAY_CHANGE = (
     "eval",
     "health",
+    "logging",
+    "groups.skip_zero_advantage",
     "resume",
     "output_dir",
     "training.logging_steps",

@@ -101,6 +101,14 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "preflight_prompts": Spec(
             ("int",), 8, minimum=1, doc="training prompts sampled (num_generations each) by the pre-flight"
         ),
+        # 0.75: the strict digit reward alone leaves 7 of 8 pre-flight groups of the digit recipe flat (88%)
+        "preflight_flat_share": Spec(
+            ("float",),
+            0.75,
+            minimum=0,
+            maximum=1,
+            doc="share of pre-flight groups without reward spread that warns of little gradient",
+        ),
         "on_problem": Spec(
             ("str",), "warn", ("warn", "stop"), doc="a watchdog finding: warn, or stop (checkpoint saved, exit 1)"
         ),
@@ -143,6 +151,26 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "start": Spec(("int",), 1, minimum=0, doc="tokens of the reply before the end boost begins"),
         "steps": Spec(("int",), 8, minimum=1, doc="first steps sampled with the boost; the later ones sample as the eval does"),
     },
+    "logging": {  # what the run directory records beside metrics.jsonl (grpo_ext/run/completions.py)
+        "completions_steps": Spec(
+            ("int", "null"),
+            None,
+            minimum=0,
+            doc="write the completions sampled to completions.jsonl every N steps; null: every training.logging_steps; 0: never",
+        ),
+        # 20 MB: about 7,000 steps of the digit recipe (16 lines of about 180 bytes a step), about 150 of gsm8k's
+        # (64 completions of up to 384 tokens a step, about 2 KB a line)
+        "completions_max_mb": Spec(
+            ("float",), 20.0, minimum=0, doc="completions.jsonl stops before it passes this size (MB) and says so in a last line"
+        ),
+    },
+    "groups": {  # what a step does with its groups of completions (grpo_ext/run/skipping.py)
+        "skip_zero_advantage": Spec(
+            ("bool",),
+            True,
+            doc="leave rows whose advantage is exactly 0 out of the loss's forward and backward (same gradient, less work)",
+        ),
+    },
     "reward": {
         "name": Spec(("str",), required=True, doc="registry name, module:function, file.py:function or entry point"),
         "weight": Spec(("float",), 1.0, doc="weight in the summed reward (TRL reward_weights)"),
@@ -168,6 +196,8 @@ TOP_LEVEL: dict[str, Spec] = {
     "eval": Spec(("dict",), {}, doc="the before/after eval on held-out prompts: samples, temperature, pass threshold"),
     "health": Spec(("dict",), {}, doc="the reward pre-flight and the training watchdog's thresholds"),
     "explore": Spec(("dict",), {}, doc="an end-of-reply boost for the first training steps"),
+    "logging": Spec(("dict",), {}, doc="what the run directory logs beside metrics.jsonl: the completions sampled in training"),
+    "groups": Spec(("dict",), {}, doc="what a step does with its groups: leave zero-advantage rows out of the loss"),
     "output_dir": Spec(("str",), required=True, doc="the run directory, relative to the working directory"),
     "seed": Spec(("int",), 0, minimum=0, maximum=2**32 - 1, doc="random seed"),  # the seeds numpy (and so TRL's set_seed) takes
     "resume": Spec(

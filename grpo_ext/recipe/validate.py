@@ -367,7 +367,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         return _check_section(top[name], SCHEMA[name], name, problems) if name in top else None
 
     model, data, evaluation, health = section("model"), section("data"), section("eval"), section("health")
-    explore = section("explore")
+    explore, logs, groups = section("explore"), section("logging"), section("groups")
     entries = _check_rewards(top["rewards"], base_dir, problems) if "rewards" in top else []
     training = dict(top["training"]) if "training" in top else None
     columns = {}
@@ -398,7 +398,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     if problems:
         raise RecipeError(problems, source)
     checked = {"model": model, "data": data, "rewards": entries, "training": training, "eval": evaluation, "health": health}
-    checked["explore"] = explore
+    checked["explore"], checked["logging"], checked["groups"] = explore, logs, groups
     checked.update((key, top[key]) for key in ("output_dir", "seed", "resume"))
     if top.get("algorithm") is not None:
         checked["algorithm"] = top["algorithm"]

@@ -4,7 +4,8 @@ words when GRPO would get no gradient from them.
 
 Per reward: mean, spread, the share of groups whose completions all scored alike (such a group has a zero
 advantage and contributes no gradient), None and NaN counts, and seconds per call. The verdicts: the summed
-reward gives no group a spread (a warning: step 1 would learn nothing); one reward alone is constant or has
+reward gives no group a spread (a warning: step 1 would learn nothing), or too few of them
+(``health.preflight_flat_share``, a warning, with one reward as with several); one reward alone is constant or has
 no spread while others carry the signal (a note); a reward that returns None or NaN for every sample; rewards
 on very different scales. ``verdicts`` is pure Python; ``run`` samples with ``scoring``'s machinery.
 """
@@ -100,16 +101,21 @@ def verdicts(
                 else "nothing to fix while the other rewards carry the signal; it counts once the model gets there",
                 "warning" if alone else "note",
             )
-    if (
-        len(stats) > 1
-        and (total["zero_spread_groups"] or 0) >= limits["zero_std_share"]
-        and not any(f.rule == "preflight_no_gradient" and f.severity == "warning" for f in findings)
+    flat_share = total["zero_spread_groups"] or 0
+    if flat_share >= limits["preflight_flat_share"] and not any(
+        f.rule in ("preflight_no_gradient", "preflight_none") and f.severity == "warning" for f in findings
     ):
+        alone = next(iter(stats)) if len(stats) == 1 else None
+        shaped = PARTIAL_CREDIT.get(alone or "")
         say(
             "preflight_no_gradient",
-            f"the summed reward has zero spread in {total['zero_spread_groups']:.0%} of the groups: little gradient at step 1",
-            "every reward scores the completions of a group alike",
-            "add a partial-credit reward, raise temperature or num_generations, or make the prompts easier",
+            f"{'the summed reward' if alone is None else alone} has zero spread in {flat_share:.0%} of the groups: "
+            f"little gradient at step 1",
+            "the reward scores the completions of most groups alike"
+            if alone
+            else "every reward scores the completions of a group alike",
+            f"add a partial-credit reward{f' ({shaped})' if shaped else ''}, raise temperature or num_generations, "
+            f"or make the prompts easier",
         )
     spreads = {name: s["std"] for name, s in stats.items() if s["std"]}
     if len(spreads) > 1 and max(spreads.values()) >= limits["scale_ratio"] * min(spreads.values()):

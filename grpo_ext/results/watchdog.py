@@ -20,6 +20,7 @@ from grpo_ext.core.errors import RunError
 from grpo_ext.core.text import fmt, plural
 from grpo_ext.recipe import SCHEMA
 from grpo_ext.results.plots import reward_function_keys
+from grpo_ext.settings import compat
 
 LIMITS = {key: spec.default for key, spec in SCHEMA["health"].items() if isinstance(spec.default, (int, float))}
 
@@ -59,6 +60,14 @@ def _num(record: dict, key: str) -> float | None:
 
 def _finite(values: list) -> bool:
     return all(v is not None and math.isfinite(v) for v in values)
+
+
+def _entropy_bonus() -> str:
+    """The installed TRL's direct remedy for a collapse, where it has one: an entropy bonus in the loss."""
+    if compat.has_key("entropy_coef"):
+        return "; or add an entropy bonus: training.entropy_coef (e.g. 0.01), or use_adaptive_entropy with entropy_target"
+    first = compat.first_with("entropy_coef")
+    return f"; TRL {first} and later also take an entropy bonus (training.entropy_coef)" if first else ""
 
 
 def _zero_spread(record: dict) -> float | None:
@@ -257,7 +266,7 @@ class Watchdog:
             "entropy_collapse",
             f"entropy {entropy:.3f} nats per token, below {self.limits['entropy_floor']} before the task is solved",
             "the policy has stopped exploring (group too small, clipping too tight, or learning rate too high)",
-            "raise num_generations, widen epsilon (epsilon_high), raise temperature, or lower learning_rate",
+            "raise num_generations, widen epsilon (epsilon_high), raise temperature, or lower learning_rate" + _entropy_bonus(),
         )
 
     def _kl(self) -> Finding | None:

@@ -9,6 +9,7 @@ import inspect
 
 from grpo_ext.core.errors import RunError
 from grpo_ext.recipe import Recipe
+from grpo_ext.run import skipping
 from grpo_ext.settings import compat
 
 
@@ -52,11 +53,39 @@ def fit_prompt_limit(args, longest: int) -> None:
         args.max_prompt_length = longest
 
 
-def make_trainer(*, model, reward_funcs, args, train_dataset, tokenizer, callbacks=None, **features):
-    """Build GRPOTrainer with keywords only. The tokenizer goes to ``processing_class`` or ``tokenizer``,
-    whichever the signature has; optional features (peft_config, quantization_config, ...) are passed
-    only when set, and one this TRL does not take is refused in one line."""
+def trainer_class(skip_zero_advantage: bool = True):
+    """GRPOTrainer, or with ``skip_zero_advantage`` a subclass whose loss leaves out rows that cannot move the
+    weights (``run/skipping.py``), logging the share it left out as ``skipped_rows``."""
     from trl import GRPOTrainer
+
+    if not skip_zero_advantage:
+        return GRPOTrainer
+
+    class Trainer(GRPOTrainer):
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            if return_outputs or not self.model.training:
+                return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            if not hasattr(self, "_grpo_ext_blocker"):  # decided once: the settings do not change within a run
+                self._grpo_ext_blocker = skipping.blocker(self)
+            keep = None if self._grpo_ext_blocker else skipping.kept_rows(inputs, self.accelerator.num_processes > 1)
+            rows = inputs["advantages"].size(0)
+            self._metrics["train"]["skipped_rows"].append(0.0 if keep is None else 1 - int(keep.sum()) / rows)
+            if keep is None:
+                return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
+            if not bool(keep.any()):
+                # nothing to learn from: a zero loss tied to the weights, so the backward pass runs and is empty
+                return sum(p.sum() for p in model.parameters() if p.requires_grad) * 0.0
+            factor = skipping.scale(self.loss_type, inputs, keep)
+            return super().compute_loss(model, skipping.subset(inputs, keep), return_outputs, num_items_in_batch) * factor
+
+    return Trainer
+
+
+def make_trainer(*, model, reward_funcs, args, train_dataset, tokenizer, callbacks=None, skip_zero_advantage=True, **features):
+    """Build the trainer (``trainer_class``) with keywords only. The tokenizer goes to ``processing_class`` or
+    ``tokenizer``, whichever the signature has; optional features (peft_config, quantization_config, ...) are
+    passed only when set, and one this TRL does not take is refused in one line."""
+    GRPOTrainer = trainer_class(skip_zero_advantage)
 
     params = inspect.signature(GRPOTrainer.__init__).parameters
     kwargs = {"model": model, "reward_funcs": reward_funcs, "args": args, "train_dataset": train_dataset, "callbacks": callbacks}

@@ -21,6 +21,7 @@ RUN_FILES = (
     "recipe.yaml",
     "summary.json",
     "metrics.jsonl",
+    "completions.jsonl",
     "report.md",
     "curves.png",
     "README.md",

@@ -68,7 +68,7 @@ def build(path: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2)
 def main(argv: list[str] | None = None) -> int:
     """``python -m grpo_ext.tiny DIR``: build the tiny model in DIR and print where it is."""
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1:
-        raise SystemExit("usage: python -m grpo_ext.tiny DIR")
+    if len(argv) != 1 or argv[0].startswith("-"):  # --help is a question, not a folder to build in
+        raise SystemExit("usage: python -m grpo_ext.tiny DIR  (builds a tiny random Llama model with a chat template in DIR)")
     print(build(argv[0]))
     return 0

@@ -1,13 +1,15 @@
 """Diagnose a run directory, or the environment: the ``doctor`` verb.
 
-    grpo-ext doctor runs/digit      # the run's health: pre-flight verdicts and watchdog findings, with remedies
-    grpo-ext doctor --env           # versions, devices and cache for a bug report; known-bad combinations
+    grpo-ext doctor runs/digit              # the run's health: pre-flight verdicts and watchdog findings, with remedies
+    grpo-ext doctor runs/digit --samples 3  # and the last 3 completions it logged, with their rewards and advantage
+    grpo-ext doctor --env                   # versions, devices and cache for a bug report; known-bad combinations
 
 A run directory is read as it is (finished, failed, stopped or killed, from any supported TRL version): the
 watchdog is replayed over ``metrics.jsonl`` with the run's own ``health`` thresholds, so the doctor names
 what the run printed while it trained. A summary still ``running`` whose lock no live process holds is a
 killed run. A damaged file (cut short, not a mapping, not text) is named in a note and read as empty.
-``diagnose`` returns the lines and whether the run is healthy.
+``diagnose`` returns the lines and whether the run is healthy; ``samples`` reads ``completions.jsonl`` (a line
+cut short, or one that is not a completion, is skipped and counted) and ``show_samples`` prints what it read.
 """
 
 import importlib.metadata
@@ -19,14 +21,18 @@ from pathlib import Path
 import yaml
 
 from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.text import plural, shown
 from grpo_ext.core.values import kind_of
 from grpo_ext.core.yaml_io import load_yaml
 from grpo_ext.results import watchdog
-from grpo_ext.run import hardware, rundir
+from grpo_ext.run import completions, hardware, rundir
 from grpo_ext.settings import model_names
 
 PACKAGES = ("grpo_ext", "trl", "transformers", "torch", "peft", "accelerate", "bitsandbytes", "vllm", "deepspeed", "datasets")
 UNHEALTHY_STATUS = ("failed", "stopped_unhealthy", "killed")
+SAMPLES = 5  # completions that --samples shows without a count: one group of a small recipe, a screen's worth
+PROMPT_SHOWN = 300  # characters of a prompt shown, from its end (where the question is, after a system prompt)
+COMPLETION_SHOWN = 2000  # characters of a completion shown
 
 
 def _mapping(value) -> dict:
@@ -145,6 +151,81 @@ def diagnose(run_dir: str | Path) -> tuple[list[str], bool]:
         lines.append("health: no rule fired" + ("" if records else " (no step was logged)"))
     lines.append("verdict: healthy" if healthy else "verdict: not healthy; apply the remedies above, then train again")
     return lines, healthy
+
+
+def samples(run_dir: str | Path, count: int = SAMPLES) -> tuple[list[str], list[dict]]:
+    """(lines saying what was found, the last ``count`` completions the run logged, oldest first). A run without
+    completions.jsonl, or one whose file holds no completion, gets a line that says so; damage is a note."""
+    if count < 1:
+        raise RecipeError(f"doctor: --samples takes a count of 1 or more, got {count}; e.g. --samples 3")
+    path = Path(run_dir) / completions.FILE
+    if not path.is_file():
+        recipe = _read_mapping(Path(run_dir) / "recipe.yaml", load_yaml, [])
+        if _mapping(recipe.get("logging")).get("completions_steps") == 0:
+            why = "the run's recipe sets logging.completions_steps: 0"
+        else:
+            why = "a run from before grpo_ext logged completions, or one on a TRL that keeps no samples on its trainer"
+        return [f"completions: none logged: {path} does not exist ({why})"], []
+    try:
+        found = completions.read(path, count)
+    except OSError as exc:
+        return [f"completions: {path} cannot be read ({exc.strerror or type(exc).__name__})"], []
+    if found.count:
+        steps = sorted({r["step"] for r in found.last})
+        at = f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]} to {steps[-1]}"
+        lines = [f"completions: the last {len(found.last)} of {found.count} logged ({at}), from {path}"]
+    else:
+        lines = [f"completions: {path} holds no completion"]
+    if found.cut_short:
+        lines.append(f"note: {path.name} ends in a line cut short (the run was stopped while writing it); skipped")
+    if found.damaged > found.cut_short:
+        bad = plural(found.damaged - found.cut_short, "line")
+        lines.append(f"note: {path.name} has {bad} that are not a completion's JSON (damaged); skipped")
+    if found.capped is not None:
+        mb, step = shown(found.capped.get("max_mb")), shown(found.capped.get("step"))
+        lines.append(
+            f"note: {path.name} stopped at logging.completions_max_mb ({mb} MB) at step {step}; later steps were not logged"
+        )
+    return lines, found.last
+
+
+def _printable(text: str, limit: int, keep_end: bool = False) -> str:
+    """Text to show in a terminal: at most ``limit`` characters (its end with ``keep_end``), a control character
+    other than a line break written as its escape (a random model writes them)."""
+    if len(text) > limit:
+        text = "…" + text[-limit:] if keep_end else text[:limit] + "…"
+    return "".join(c if c.isprintable() or c == "\n" else repr(c)[1:-1] for c in text)
+
+
+def _score(value, signed: bool = False) -> str:
+    """``0.250`` (``+0.250`` when ``signed``), ``-`` for a reward that scored none, any other value as it is."""
+    if _number(value):
+        return f"{value:+.3f}" if signed else f"{value:.3f}"
+    return "-" if value is None else shown(value)
+
+
+def show_samples(lines: list[str], records: list[dict], console=None) -> None:
+    """Print what ``samples`` read: its lines, then each completion in a box titled with its step and advantage."""
+    from rich.console import Console
+    from rich.panel import Panel
+    from rich.table import Table
+    from rich.text import Text
+
+    console = console or Console(highlight=False)
+    console.print()  # apart from the health lines above
+    for line in lines:
+        console.print(Text(line), soft_wrap=True)
+    for record in records:
+        grid = Table.grid(padding=(0, 2))
+        grid.add_column(style="bold", no_wrap=True)
+        grid.add_column(overflow="fold")
+        grid.add_row("prompt", Text(_printable(record["prompt"], PROMPT_SHOWN, keep_end=True)))
+        completion = _printable(record["completion"], COMPLETION_SHOWN)
+        grid.add_row("completion", Text(completion) if completion else Text("(empty)", style="dim"))
+        scores = "   ".join(f"{_printable(str(name), 60)} {_score(v)}" for name, v in record["rewards"].items())
+        grid.add_row("rewards", Text(scores or "(none)"))
+        title = Text(f"step {record['step']}, advantage {_score(record.get('advantage'), signed=True)}")
+        console.print(Panel(grid, title=title, title_align="left"))
 
 
 def _version(name: str) -> str | None:

@@ -26,7 +26,7 @@ from grpo_ext.core.yaml_io import load_yaml
 from grpo_ext.recipe import Recipe, changed_keys, load
 from grpo_ext.results import preflight, report, scoring, watchdog
 from grpo_ext.rewards import guard
-from grpo_ext.run import data, explore, hardware, launch, models, progress, rundir, trainer
+from grpo_ext.run import completions, data, explore, hardware, launch, models, progress, rundir, skipping, trainer
 from grpo_ext.settings import adapters, advice, compat, datafiles, generators, model_names, variants
 
 
@@ -289,6 +289,7 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         prepared.path / "metrics.jsonl", is_main, log, watch=watch, trained_before=_trained_before(prepared)
     )
     own = [guard.reward_meter(recipe.reward_funcs), metrics, rundir.marker_callback(is_main, keep)]
+    own.append(completions.writer(recipe["logging"], prepared.path, log, lambda: grpo))  # reads the trainer built below
     grpo = trainer.make_trainer(
         model=model,
         reward_funcs=recipe.reward_funcs,
@@ -297,7 +298,15 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         tokenizer=tokenizer,
         peft_config=models.lora_config(recipe["model"]),
         callbacks=own + list(callbacks or []),
+        skip_zero_advantage=recipe["groups"]["skip_zero_advantage"],
     )
+    if recipe["groups"]["skip_zero_advantage"]:
+        why = skipping.blocker(grpo)
+        log(
+            "groups: every row kept in the loss (" + why + ")"
+            if why
+            else "groups: rows with zero advantage are left out of the loss's forward and backward (the gradient is the same)"
+        )
     if args.disable_tqdm:
         grpo.remove_callback(PrinterCallback)  # our own progress line replaces the raw log dicts
     boost = explore.callback(recipe["explore"], grpo, log)

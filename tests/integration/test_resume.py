@@ -12,10 +12,7 @@ from tests.helpers import logged_steps, resumable_doc
 
 def test_skipped_reward_errors_and_reward_time_are_counted_per_step(tiny_model, digit_doc, tmp_path, no_hub, capsys):
     (tmp_path / "slow.py").write_text(
-        "import time\n"
-        "def slow(completions, **kwargs):\n"
-        "    time.sleep(0.3)\n"
-        "    return [0.5] * len(completions)\n"
+        "import time\ndef slow(completions, **kwargs):\n    time.sleep(0.3)\n    return [0.5] * len(completions)\n"
     )
     (tmp_path / "picky.py").write_text(
         "def picky(completions, prompts, **kwargs):\n"

@@ -190,6 +190,14 @@ PREFLIGHT_CASES = [
         [1.0, 1.0],
         [("preflight_scales", "warning", "big")],
     ),
+    # the strict reward alone, one group of 8 with a spread (88% flat): little gradient, a warning as for several rewards
+    (
+        {"digit_exact": scores([[0.0] * 8] * 7 + [[1.0, 0.0] * 4])},
+        [1.0],
+        [("preflight_no_gradient", "warning", "digit_shaped")],
+    ),
+    # 5 of 8 groups flat (62%): below health.preflight_flat_share, no finding
+    ({"digit_exact": scores([[0.0] * 8] * 5 + [[1.0, 0.0] * 4] * 3)}, [1.0], []),
     # partial credit with a spread in every group: no finding
     ({"digit_shaped": scores([[0.2, 0.5, 0.9, 0.2]] * 4)}, [1.0], []),
 ]

@@ -1,0 +1,108 @@
+"""No compute on rows that cannot move the weights: the loss's forward and backward passes leave out completions
+whose advantage is exactly zero, with the loss and its gradient what TRL computes on the whole micro-batch.
+
+Why it is exact: with no KL term (``beta: 0``) a row's per-token loss is its advantage times a factor (the clipped
+ratio, CISPO's or SAPO's weight), so a zero-advantage row adds exactly zero to the loss and to every gradient. What
+such a row does change is the normaliser of some loss types, so the loss of the kept rows is rescaled by how that
+normaliser counts:
+
+| loss_type | TRL divides by | scale of the kept rows' loss |
+|---|---|---|
+| grpo, sapo, luspo, dr_grpo | the micro-batch's rows (dr_grpo: rows x max_completion_length) | kept rows / rows |
+| bnpo | the micro-batch's completion tokens | kept tokens / tokens |
+| dapo, cispo, vespo | the generation batch's tokens (``num_items_in_batch``), not the micro-batch's | 1 |
+
+Anything that couples a row to the others keeps the whole micro-batch: a KL term, an entropy bonus (its gradient
+reaches every row), ``top_entropy_quantile`` below 1 (a quantile over the micro-batch's tokens), a router
+auxiliary loss, Liger's fused loss, images, a loss type not in the table, and several processes (each one's
+forward must run for the gradient all-reduce, so there at least one row is kept). Trailing padding that only
+skipped rows used is cut off too: a causal model's logits for earlier tokens do not depend on later columns.
+"""
+
+# loss_type -> how its normaliser counts: rows of the micro-batch, its tokens, or a count fixed for the batch
+NORMALISER = {
+    "grpo": "rows",
+    "sapo": "rows",
+    "luspo": "rows",
+    "dr_grpo": "rows",
+    "bnpo": "tokens",
+    "dapo": "fixed",
+    "cispo": "fixed",
+    "vespo": "fixed",
+}
+# inputs that carry one value per completion token (trimmed with the completions); others with a row axis are rows
+PER_TOKEN = (
+    "completion_ids",
+    "completion_mask",
+    "old_per_token_logps",
+    "ref_per_token_logps",
+    "sampling_per_token_logps",
+    "importance_sampling_ratio",
+    "tool_mask",
+    "advantages",
+)
+IMAGES = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "image_sizes", "num_images", "spatial_shapes")
+
+
+def blocker(trainer) -> str | None:
+    """Why this trainer's loss must see every row (a short reason), or None when zero-advantage rows may be left out."""
+    args = trainer.args
+    if getattr(trainer, "beta", getattr(args, "beta", 0.0)) != 0.0:
+        return "beta > 0: the KL term reaches every row"
+    if getattr(trainer, "loss_type", getattr(args, "loss_type", None)) not in NORMALISER:
+        return f"loss_type {getattr(trainer, 'loss_type', None)!r} is not one whose normaliser is known"
+    if getattr(trainer, "_entropy_bonus_enabled", False):
+        return "an entropy bonus reaches every row"
+    if getattr(args, "top_entropy_quantile", 1.0) < 1.0:
+        return "top_entropy_quantile < 1 masks by a quantile over every row"
+    if getattr(trainer, "aux_loss_enabled", False) or getattr(args, "use_liger_loss", False):
+        return "a router auxiliary loss or Liger's fused loss sees every row"
+    return None
+
+
+def kept_rows(inputs: dict, at_least_one: bool):
+    """The rows (a bool tensor) whose advantage is not exactly zero; with ``at_least_one``, the first row too when
+    no row is kept (a process whose forward must run). None when every row is kept or the batch has images."""
+    if any(inputs.get(key) is not None for key in IMAGES):
+        return None
+    advantages = inputs["advantages"]
+    keep = advantages != 0 if advantages.dim() == 1 else (advantages != 0).any(dim=1)
+    if bool(keep.all()):
+        return None
+    if at_least_one and not bool(keep.any()):
+        keep = keep.clone()
+        keep[0] = True
+    return keep
+
+
+def _mask(inputs: dict):
+    mask = inputs["completion_mask"]
+    return mask if inputs.get("tool_mask") is None else mask * inputs["tool_mask"]
+
+
+def scale(loss_type: str, inputs: dict, keep) -> float:
+    """What the kept rows' loss is multiplied by so that it equals the whole micro-batch's (see the table above)."""
+    how = NORMALISER[loss_type]
+    if how == "fixed":
+        return 1.0
+    if how == "rows":
+        return int(keep.sum()) / keep.numel()
+    mask = _mask(inputs)
+    return float(mask[keep].sum().clamp(min=1.0)) / float(mask.sum().clamp(min=1.0))
+
+
+def subset(inputs: dict, keep) -> dict:
+    """The micro-batch's inputs for the kept rows, with completion columns past the kept rows' last token cut off."""
+    rows = keep.numel()
+    mask = _mask(inputs)[keep]
+    used = mask.any(dim=0).nonzero()
+    width = int(used.max()) + 1 if used.numel() else 1
+    full_width = inputs["completion_ids"].size(1)
+    out = {}
+    for key, value in inputs.items():
+        if hasattr(value, "dim") and value.dim() >= 1 and value.size(0) == rows:
+            value = value[keep]
+            if key in PER_TOKEN and value.dim() == 2 and value.size(1) == full_width:
+                value = value[:, :width]
+        out[key] = value
+    return out

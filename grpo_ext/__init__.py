@@ -14,6 +14,7 @@ From Python::
     summary = grpo_ext.train(recipe)                                      # the run's summary.json, as a dict
     grpo_ext.evaluate(recipe, ["runs/digit"])                            # score models on the eval prompts
     grpo_ext.evaluate_checkpoints(recipe, "runs/digit")                   # score every checkpoint of a run
+    grpo_ext.filter_rows("arith", k=8, keep="0.1:0.9")                    # keep the prompts solved sometimes
     grpo_ext.merge("runs/digit-lora")                                     # fold a LoRA adapter into its base
     grpo_ext.push("runs/digit", "me/digit-grpo", dry_run=True)            # what a push to the Hub would upload
     lines, healthy = grpo_ext.doctor("runs/digit")                        # a run's health findings and remedies
@@ -26,6 +27,7 @@ from grpo_ext.recipe import Recipe
 from grpo_ext.recipe import load as load_recipe
 from grpo_ext.verbs.doctor import diagnose as doctor
 from grpo_ext.verbs.evaluate import evaluate_models as evaluate
+from grpo_ext.verbs.filter import filter_rows
 from grpo_ext.verbs.merge import merge
 from grpo_ext.verbs.plan import plan
 from grpo_ext.verbs.push import push
@@ -41,6 +43,7 @@ __all__ = [
     "dry_run",
     "evaluate",
     "evaluate_checkpoints",
+    "filter_rows",
     "load_recipe",
     "merge",
     "plan",

@@ -9,6 +9,7 @@
     grpo-ext rewards [ls]                               reward names with their one-line descriptions
     grpo-ext rewards show NAME                          a reward's arguments and documentation
     grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg k=v]   score one completion
+    grpo-ext filter RECIPE [--model M] [--k 8] [--keep 0.1:0.9]   keep the training rows a model solves sometimes
     grpo-ext merge RUN_DIR [--out DIR]                  fold a LoRA adapter into its base model
     grpo-ext push RUN_DIR OWNER/NAME [--private] [--revision BRANCH] [--dry-run]   publish final/ on the Hub, with a card
     grpo-ext plan RECIPE [key=value ...] [--gpu-memory 8GiB] [--gpus N --sharding zero3]   peak memory; what to change
@@ -37,6 +38,7 @@ from grpo_ext.recipe import json_schema, load, parse_override
 from grpo_ext.rewards import registry
 from grpo_ext.settings import compat, shapes, variants
 from grpo_ext.verbs import doctor, evaluate, merge, plan, push, sweep, train
+from grpo_ext.verbs import filter as pass_filter  # the module is named for its command; the builtin stays usable here
 
 
 def cmd_train(args) -> None:
@@ -215,6 +217,19 @@ def cmd_eval(args) -> None:
     )
 
 
+def cmd_filter(args) -> None:
+    pass_filter.filter_rows(
+        args.recipe,
+        args.overrides,
+        model=args.model,
+        k=args.k,
+        keep=args.keep,
+        out=args.out,
+        reward=args.reward,
+        verbose=args.verbose,
+    )
+
+
 def cmd_merge(args) -> None:
     merge.merge(args.run_dir, args.out, check=not args.no_check)
 
@@ -324,6 +339,24 @@ def parser() -> argparse.ArgumentParser:
     )
     ev.add_argument("--verbose", action="store_true", help="show third-party warnings and logs")
     ev.set_defaults(fn=cmd_eval)
+
+    fl = sub.add_parser(
+        "filter",
+        help="sample each training prompt k times; keep the rows whose pass rate is in --keep (neither always nor never solved)",
+    )
+    _recipe_args(fl, "section.key=value overrides, e.g. data.source_args.train=64")
+    fl.add_argument("--model", help="catalog alias, hub id, local path or run directory (default: the recipe's model.name)")
+    fl.add_argument("--k", type=int, default=pass_filter.K, help=f"samples per prompt (default {pass_filter.K})")
+    low, high = pass_filter.KEEP
+    fl.add_argument(
+        "--keep", default=f"{low}:{high}", metavar="LOW:HIGH", help=f"pass rates kept, both ends included (default {low}:{high})"
+    )
+    fl.add_argument("--reward", help="the reward whose pass rate decides (default: the recipe's first)")
+    fl.add_argument(
+        "--out", help=f"the JSONL file of kept rows (default: NAME{pass_filter.SUFFIX} beside the data file, or here)"
+    )
+    fl.add_argument("--verbose", action="store_true", help="show third-party warnings and logs")
+    fl.set_defaults(fn=cmd_filter)
 
     mg = sub.add_parser("merge", help="fold a LoRA run's adapter into its base; write a plain checkpoint")
     mg.add_argument("run_dir", help="the run directory (output_dir) of a run trained with model.lora")

@@ -35,6 +35,10 @@ SECTION_NOTES = {
         "the thresholds were calibrated on `recipes/digit.yaml` ([benchmark](../benchmarks/watchdog.md))."
     ),
     "explore": ("Sampling help for the first training steps. See [the digit recipe across seeds](../benchmarks/digit-seeds.md)."),
+    "logging": "What the run directory records beside `metrics.jsonl`. See [The run directory](../run-directory.md).",
+    "groups": (
+        "What a step does with its groups of completions. See [Rows that teach nothing](../variants.md#rows-that-teach-nothing)."
+    ),
 }
 
 

@@ -6,6 +6,9 @@ clipping rates (completions cut at ``max_completion_length``; policy ratios clip
 objective). A step where the health watchdog raised a warning is marked by a red dashed line in every
 panel. A metric the installed TRL does not log (KL with ``beta: 0``, for example) gets a panel
 that says so instead of an empty plot.
+
+Beside them: the held-out pass rate against step (``eval_curve.png``) and the histogram of pass rates that
+``grpo-ext filter`` draws beside the rows it keeps.
 """
 
 import re
@@ -187,6 +190,32 @@ def draw_eval_curve(points: list[dict], dest: Path, title: str = "") -> Path:
     ax.grid(alpha=0.3)
     if names:
         ax.legend(loc="best", fontsize=8)
+    if title:
+        ax.set_title(title)
+    fig.savefig(dest, dpi=100)
+    return dest
+
+
+def draw_pass_rates(bars: list[dict], dest: Path, keep: tuple[float, float], title: str = "") -> Path:
+    """The histogram ``grpo-ext filter`` draws beside its output: rows per pass rate, the kept part of each bar in
+    colour and the rest in grey; ``bars`` as ``{"label", "rows", "kept"}``, in order of the rate."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import MaxNLocator
+
+    fig = Figure(figsize=(max(6, 0.45 * len(bars) + 2), 4), layout="constrained")
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
+    where = range(len(bars))
+    kept = [b["kept"] for b in bars]
+    ax.bar(where, kept, color="C0", label=f"kept (pass rate in [{keep[0]:g}, {keep[1]:g}])")
+    ax.bar(where, [b["rows"] - b["kept"] for b in bars], bottom=kept, color="0.7", label="left out")
+    ax.set_xticks(list(where), [b["label"] for b in bars], rotation=45 if len(bars) > 12 else 0, fontsize=8)
+    ax.set_xlabel("pass rate")
+    ax.set_ylabel("rows")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(loc="best", fontsize=8)
     if title:
         ax.set_title(title)
     fig.savefig(dest, dpi=100)

@@ -278,20 +278,20 @@ def _relative(path: Path, base: Path) -> str:
 
 
 def usage_lines(recipe: Recipe, out: Path) -> list[str]:
-    """How the recipe reads the filtered file: its data.file, in place of the source it names now."""
+    """How the recipe reads the filtered file: as its data.file, in place of the source it names now."""
     d, where = recipe["data"], recipe.path or "the recipe"
-    named = _relative(out, recipe.base_dir)
+    line = f"use it: in {where}, data: {{file: {_relative(out, recipe.base_dir)}}}"
     if d.get("file"):
-        lines = [f"use it: in {where}, set data: {{file: {named}}} (or run with the override data.file={out.resolve()})"]
+        lines = [f"{line} (the other data: keys as they are), or run with the override data.file={out.resolve()}"]
     else:
         now = next(k for k in ("source", "hub", "prompts") if d.get(k))
-        lines = [f"use it: in {where}, set data: {{file: {named}}} in place of data.{now} (a recipe keeps one source)"]
+        lines = [f"{line} in place of data.{now} (a recipe keeps one source of training rows)"]
         if now == "source" and d.get("eval_prompts") is None and not d.get("eval_file"):
-            lines.append("note: the generator's held-out rows go with data.source; name your own with data.eval_file")
+            lines.append("note: the generator's held-out rows go with data.source; give data.eval_file or data.eval_fraction")
     if datafiles.holds_out(d) and recipe["eval"]["enabled"]:
         lines.append(
-            "note: the rows held out for eval were not scored and are not in the file; data.eval_fraction or "
-            "eval_size there holds rows out of the kept ones again"
+            "note: the rows held out for eval were not scored and are not in the file; the recipe's hold-out then "
+            "holds rows out of the kept ones"
         )
     return lines
 
@@ -323,11 +323,14 @@ def _score_remaining(
 ):
     """Load the model, then sample and score each row not in ``results``, adding it there and to the progress file."""
     todo = [i for i in range(len(raw)) if i not in results]
-    loaded, tokenizer, described = (
+    loaded, tokenizer, _ = (
         evaluate.load_model(model, recipe["model"], log) if model else models.load(recipe["model"], recipe.base_dir, log)
     )
     chat = data.use_chat(recipe["data"], tokenizer)
-    log(f"filter: {described}, {plural(len(todo), 'row')} x {s.samples} samples, temperature {s.temperature}")
+    log(
+        f"filter: {plural(len(todo), 'row')} x {s.samples} samples, temperature {s.temperature}, "
+        f"up to {plural(s.max_new_tokens, 'token')} each"
+    )
     appended, bar = _Append(progress, key), _Bar(len(raw), len(raw) - len(todo), log)
 
     def record(i: int, passed: int, judged: int) -> None:
@@ -373,6 +376,7 @@ def filter_rows(
     reward = _reward(recipe, reward)
     dest = Path(out).expanduser() if out else default_out(recipe)
     _check_out(dest, _data_path(recipe["data"], recipe.base_dir))
+    console.quiet_third_parties(verbose)
     train_set = _training_rows(recipe)
     fn = dict(zip(recipe.reward_names, recipe.reward_funcs, strict=True))[reward]  # a factory that refuses its args: here
     s = _sampling(recipe, k)
@@ -384,7 +388,6 @@ def filter_rows(
     if reused:
         log(f"filter: resuming from {progress}: {reused} of {plural(len(raw), 'row')} already scored")
     if reused < len(raw):
-        console.quiet_third_parties(verbose)
         _score_remaining(recipe, model, fn, s, raw, results, progress, key, log)
 
     rates = [results[i][0] / results[i][1] if results[i][1] else None for i in range(len(raw))]

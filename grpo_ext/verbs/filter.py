@@ -297,8 +297,7 @@ def usage_lines(recipe: Recipe, out: Path) -> list[str]:
 
 
 def _training_rows(recipe: Recipe):
-    """The rows training would see (a datasets.Dataset), every row of a local file checked first; RecipeError when none."""
-    train.check_data(recipe)
+    """The rows training would see (a datasets.Dataset); RecipeError when there are none."""
     try:
         rows = data.load(recipe["data"], recipe.base_dir, recipe["seed"], recipe.reward_funcs, recipe["eval"]["enabled"])
     except RecipeError as exc:  # what only loading tells (a hub dataset's rows), named as every recipe error is
@@ -376,6 +375,7 @@ def filter_rows(
     reward = _reward(recipe, reward)
     dest = Path(out).expanduser() if out else default_out(recipe)
     _check_out(dest, _data_path(recipe["data"], recipe.base_dir))
+    train.check_data(recipe)  # every row of a local data file, before anything heavy is imported
     console.quiet_third_parties(verbose)
     train_set = _training_rows(recipe)
     fn = dict(zip(recipe.reward_names, recipe.reward_funcs, strict=True))[reward]  # a factory that refuses its args: here

@@ -290,3 +290,8 @@ def test_report_when_the_last_step_scored_nothing(tmp_path):
     summary = {"status": "completed", "steps": 2, "train_seconds": 4.0, "reward_first": 0.5, "reward_last": None}
     text = report.report_markdown(tmp_path, summary, {}, [])
     assert "- **Reward during training:** 0.500 at the first step, - at the last" in text
+
+
+def test_progress_line_says_the_share_of_rows_left_out():
+    assert progress.step_stats({"reward": 0.5, "skipped_rows": 0.75}, each_reward=False) == "reward 0.500  skipped 75%"
+    assert progress.step_stats({"reward": 0.5, "skipped_rows": 0.0}, each_reward=False) == "reward 0.500"  # nothing left out

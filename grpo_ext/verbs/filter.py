@@ -28,7 +28,7 @@ import sys
 import time
 from pathlib import Path
 
-from grpo_ext.core import console
+from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import exists, resolve_path, write_atomic
 from grpo_ext.core.text import plural, suggest
@@ -103,9 +103,8 @@ def _reward(recipe: Recipe, name: str | None) -> str:
     if name is None:
         return names[0]
     if name not in names:
-        raise RecipeError(
-            f"--reward {name}: the recipe has no such reward{suggest(name, names, '')}; its rewards: {', '.join(names)}"
-        )
+        hint = suggest(name, names, "; its rewards: " + ", ".join(names))
+        raise RecipeError(f"--reward {name}: the recipe has no such reward{hint}")
     return name
 
 
@@ -128,8 +127,9 @@ def as_written(train_set, d: dict, base_dir: Path):
     built (``prompt_template``, or a conversation without its last turn) is left out."""
     source = _data_path(d, base_dir)
     if source is not None:
-        how, what = datafiles.prompt_rule(datafiles.columns(source, "data.file"), d, "data.file")
-        derived = how != "column" and "prompt" not in datafiles.columns(source, "data.file")
+        columns = datafiles.columns(source, "data.file")
+        how, what = datafiles.prompt_rule(columns, d, "data.file")
+        derived = how != "column" and "prompt" not in columns
     elif d.get("hub"):
         how, what = ("template", None) if d.get("prompt_template") else ("column", d["prompt_column"])
         derived = how == "template"
@@ -172,7 +172,7 @@ class _Append:
 
     def __init__(self, path: Path, key: dict):
         fresh = not exists(path, "file") or path.stat().st_size == 0
-        self.fh = open(path, "a", encoding="utf-8")  # noqa: SIM115 (held open across the rows, closed by close())
+        self.fh = open(path, "a", encoding="utf-8")  # held open across the rows; close() closes it
         if fresh:
             self.line({"settings": key})
 
@@ -246,16 +246,20 @@ def histogram(rates: list[float | None], kept: list[bool], k: int) -> list[dict]
     """
     if k <= GRID_UP_TO:
         labels = [f"{j}/{k}" for j in range(k + 1)]
-        place = lambda r: round(r * k)  # noqa: E731 (a rate of fewer judged samples goes to the nearest j/k)
     else:
         labels = ["0"] + [f"({j / 10:g}, {(j + 1) / 10:g}{')' if j == 9 else ']'}" for j in range(10)] + ["1"]
-        place = lambda r: 0 if r == 0 else 11 if r == 1 else min(10, math.ceil(r * 10))  # noqa: E731
     bars = [{"label": label, "rows": 0, "kept": 0} for label in labels]
     for rate, keep in zip(rates, kept, strict=True):
         if rate is not None:
-            bars[place(rate)]["rows"] += 1
-            bars[place(rate)]["kept"] += keep
+            bars[_bar_of(rate, k)]["rows"] += 1
+            bars[_bar_of(rate, k)]["kept"] += keep
     return bars
+
+
+def _bar_of(rate: float, k: int) -> int:
+    if k <= GRID_UP_TO:
+        return round(rate * k)  # a rate over fewer judged samples goes to the nearest j/k
+    return 0 if rate == 0 else 11 if rate == 1 else min(10, math.ceil(rate * 10))
 
 
 def histogram_lines(bars: list[dict], reward: str, k: int) -> list[str]:
@@ -279,12 +283,15 @@ def _relative(path: Path, base: Path) -> str:
 
 def usage_lines(recipe: Recipe, out: Path) -> list[str]:
     """How the recipe reads the filtered file: as its data.file, in place of the source it names now."""
-    d, where = recipe["data"], recipe.path or "the recipe"
-    line = f"use it: in {where}, data: {{file: {_relative(out, recipe.base_dir)}}}"
+    d, where, named = recipe["data"], recipe.path or "the recipe", _relative(out, recipe.base_dir)
+    shipped = {path.resolve(): name for name, path in catalog.shipped_recipes().items()}
+    if recipe.path and recipe.path.resolve() in shipped:  # the package's own copy is not the one to edit
+        where, named = f"a copy (grpo-ext cp {shipped[recipe.path.resolve()]} my.yaml)", str(out.resolve())
+    line = f"use it: in {where}, data: {{file: {named}}}"
     if d.get("file"):
         lines = [f"{line} (the other data: keys as they are), or run with the override data.file={out.resolve()}"]
     else:
-        now = next(k for k in ("source", "hub", "prompts") if d.get(k))
+        now = next((k for k in ("mixture", "source", "hub") if d.get(k)), "prompts")
         lines = [f"{line} in place of data.{now} (a recipe keeps one source of training rows)"]
         if now == "source" and d.get("eval_prompts") is None and not d.get("eval_file"):
             lines.append("note: the generator's held-out rows go with data.source; give data.eval_file or data.eval_fraction")
@@ -419,7 +426,10 @@ def filter_rows(
     }
     print("\n".join(histogram_lines(bars, reward, k) + [summary_line(summary)]))
     print(f"wrote {dest} ({plural(len(lines), 'row')}) and {png.name}")
-    print("\n".join(usage_lines(recipe, dest)))
+    if lines:
+        print("\n".join(usage_lines(recipe, dest)))
+    else:  # an empty data file is refused by every recipe
+        print("no row kept: widen --keep (the histogram shows where the pass rates lie), or filter with another --model")
     return summary
 
 

@@ -151,6 +151,41 @@ def bad_prompts(draw):
 
 
 @st.composite
+def bad_mixture(draw):
+    """A mixture of sources broken in one way: no source, a weight that is not a positive number, weight and rows
+    both or neither, one source's key beside the mixture, a source lacking the column a reward needs."""
+    n = draw(st.integers(1, 3))
+    i = draw(st.integers(0, n - 1))
+    prompts = {"prompts": DIGIT["data"]["prompts"], "eval_prompts": DIGIT["data"]["eval_prompts"]}
+    sources = [{**prompts, "name": f"s{j}", "weight": draw(st.floats(0.01, 100))} for j in range(n)]
+    section = {"mixture": sources}
+    doc = changed(("data",), section)
+    kind = draw(st.sampled_from(["empty", "weight", "both", "neither", "beside", "column"]))
+    if kind == "empty":
+        section["mixture"] = []
+        return doc, "data.mixture: is empty"
+    if kind == "weight":
+        sources[i]["weight"] = draw(st.one_of(st.integers(max_value=0), st.floats(max_value=0, allow_infinity=False)))
+        return doc, f"data.mixture[{i}].weight: must be a positive number"
+    if kind == "both":
+        sources[i]["rows"] = draw(st.integers(1, 100))
+        return doc, f"data.mixture[{i}]: gives weight and rows"
+    if kind == "neither":
+        del sources[i]["weight"]
+        return doc, f"data.mixture[{i}]: give weight"
+    if kind == "beside":
+        key, value = draw(st.sampled_from([("prompts", ["2+3?"]), ("file", "train.jsonl"), ("source", "arith"), ("hub", "a/b")]))
+        section[key] = value
+        return doc, f"data.{key}: names one source, beside data.mixture"
+    # every source but one is the arith generator, whose rows have the answer column math_accuracy reads
+    for j in range(n):
+        if j != i:
+            sources[j] = {"source": "arith", "source_args": {"train": 8, "held_out": 2}, "name": f"s{j}", "weight": 1}
+    doc["rewards"] = ["math_accuracy"]
+    return doc, f"needs column 'answer', which the training rows (data.mixture[{i}].prompts) lack"
+
+
+@st.composite
 def bad_sizes(draw):
     """Zero or negative sizes, and groups that do not divide the batch."""
     kind = draw(st.sampled_from(["size", "eval", "divide"]))
@@ -279,6 +314,7 @@ BAD_RECIPES = st.one_of(
     wrong_type().map(lambda c: as_case(*c)),
     bad_reward().map(lambda c: as_case(*c)),
     bad_prompts().map(lambda c: as_case(*c)),
+    bad_mixture().map(lambda c: as_case(*c)),
     bad_sizes().map(lambda c: as_case(*c)),
     bad_override().map(lambda c: as_case(*c)),
     not_a_recipe().map(lambda c: as_case(*c)),

@@ -80,6 +80,17 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             doc="eval rows: the first N of eval_file/eval_split; without them, N training rows held out; null: all",
         ),
         "eval_fraction": Spec(("float", "null"), None, doc="hold out this share (0 to 1) of the training rows for eval"),
+        "mixture": Spec(
+            ("list", "null"),
+            None,
+            doc="train on several sources: a list of data: sections (file, source, hub or prompts), each with weight or rows",
+        ),
+        "size": Spec(
+            ("int", "null"),
+            None,
+            minimum=1,
+            doc="a mixture's training rows in all, shared by weight; null: the most the weights take without repeating a row",
+        ),
     },
     "eval": {
         "enabled": Spec(("bool",), True, doc="score eval_prompts before and after training"),
@@ -202,5 +213,20 @@ TOP_LEVEL: dict[str, Spec] = {
     "seed": Spec(("int",), 0, minimum=0, maximum=2**32 - 1, doc="random seed"),  # the seeds numpy (and so TRL's set_seed) takes
     "resume": Spec(
         ("bool", "str"), False, (False, True, "auto"), doc="continue from the last complete checkpoint; auto: when there is one"
+    ),
+}
+
+# data.mixture[i]: one source of a mixture: the keys of a data: section that name one source, and its part of the mixture
+MIXTURE_SOURCE: dict[str, Spec] = {
+    **{key: spec for key, spec in SCHEMA["data"].items() if key not in ("chat", "mixture", "size")},
+    "weight": Spec(("float", "null"), None, doc="this source's share of the training rows, in proportion to the other weights"),
+    "rows": Spec(
+        ("int", "null"),
+        None,
+        minimum=1,
+        doc="exactly this many training rows of this source, drawn by seed (repeated past its size)",
+    ),
+    "name": Spec(
+        ("str", "null"), None, doc="the source's name in the source column and the logs; null: its file, generator or hub id"
     ),
 }

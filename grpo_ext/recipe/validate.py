@@ -14,9 +14,20 @@ from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import clip, plural, shown, suggest
 from grpo_ext.core.values import coerce, describe_kinds, kind_of
 from grpo_ext.recipe.read import absolute_path
-from grpo_ext.recipe.schema import SCHEMA, TOP_LEVEL, Spec
+from grpo_ext.recipe.schema import MIXTURE_SOURCE, SCHEMA, TOP_LEVEL, Spec
 from grpo_ext.rewards.guard import missing_columns
-from grpo_ext.settings import adapters, batch_rules, compat, datafiles, generators, model_names, output_dir, trackers, variants
+from grpo_ext.settings import (
+    adapters,
+    batch_rules,
+    compat,
+    datafiles,
+    generators,
+    mixture,
+    model_names,
+    output_dir,
+    trackers,
+    variants,
+)
 
 
 @dataclass
@@ -29,7 +40,7 @@ class Recipe:
     given: dict = field(default_factory=dict)  # the recipe as written, after overrides
     resolved: list = field(default_factory=list)  # rewards[i] found and checked (rewards.registry.Resolved), in order
     origins: dict = field(default_factory=dict)  # training key -> where `algorithm:` put it, or that the recipe overrode it
-    columns: dict = field(default_factory=dict)  # stage -> (its rows' columns, the rows named), for a reward built later
+    columns: dict = field(default_factory=dict)  # stage -> (its rows' columns, the rows described), for a reward built later
     reward_names: list = field(default_factory=list)  # each reward's metric name; a user's factory: how the recipe calls it
     _funcs: list | None = field(default=None, repr=False)  # the guarded rewards, once built
 
@@ -63,8 +74,9 @@ class Recipe:
         files), so that a copy read from anywhere (the run directory's recipe.yaml) means the same."""
         data = copy.deepcopy(self.data)
         data["model"]["name"] = absolute_path(["model", "name"], data["model"]["name"], self.base_dir)
-        for key in ("file", "eval_file"):
-            data["data"][key] = absolute_path(["data", key], data["data"].get(key), self.base_dir)
+        for section in [data["data"], *(data["data"].get("mixture") or [])]:
+            for key in ("file", "eval_file"):
+                section[key] = absolute_path(["data", key], section.get(key), self.base_dir)
         for i, entry in enumerate(data["rewards"]):
             entry["name"] = absolute_path(["rewards", str(i), "name"], entry["name"], self.base_dir)
         return data
@@ -268,10 +280,15 @@ def _check_hold_out(d: dict, value, base_dir: Path) -> list[str]:
 
 def _check_data(d: dict, given: dict, eval_enabled: bool, base_dir: Path, problems: list[str]) -> dict[str, tuple]:
     """The data section's sources (see _check_sources), then the columns each source's rows reach the rewards
-    with: {"train": (columns, source named), "eval": (...)}; columns are None where only loading tells (hub)."""
+    with: {"training": (columns, "the training rows (source named)"), "eval": (...)}; columns are None where only
+    loading tells (hub). A mixture's sources are each checked so (_check_mixture)."""
     if set(given) - set(SCHEMA["data"]):  # a misspelt key, already a problem: rules on what it meant would mislead
         return {}
+    if d.get("mixture") is not None:
+        return _check_mixture(d, given, eval_enabled, base_dir, problems)
     found = _check_sources(d, given, eval_enabled, base_dir)
+    if d.get("size") is not None:
+        found.append("data.size: sizes a mixture of sources (data.mixture); leave it out for one source")
     problems.extend(found)
     if found:
         return {}
@@ -309,7 +326,47 @@ def _check_data(d: dict, given: dict, eval_enabled: bool, base_dir: Path, proble
         held_out = generators.generated(d)[1]
         evaluation = list(held_out[0]) if held_out else ["prompt"]
     held_out = evaluation is train  # the same columns: checked once, as the training rows
-    return {"training": (train, named), "eval": (None if held_out or not eval_enabled else evaluation, eval_named)}
+    evaluation = None if held_out or not eval_enabled else evaluation
+    return {"training": (train, f"the training rows ({named})"), "eval": (evaluation, f"the eval rows ({eval_named})")}
+
+
+def _check_mixture(d: dict, given: dict, eval_enabled: bool, base_dir: Path, problems: list[str]) -> dict[str, tuple]:
+    """data.mixture: nothing of one source beside it; each source checked as a data: section of its own, its
+    problems named data.mixture[i]; the mixture's own keys (settings.mixture.check). Returns each source's columns
+    as _check_data does for one source, with the ``source`` column the mixture adds; ``d["mixture"]`` is left
+    holding the sources with their defaults filled in."""
+    found = [
+        f"data.{key}: names one source, beside data.mixture; move it into the sources of the mixture"
+        for key, spec in SCHEMA["data"].items()
+        if key not in mixture.SHARED_KEYS and key in given and given[key] != spec.default
+    ]
+    if not d["mixture"]:
+        found.append("data.mixture: is empty; give at least one source, e.g. [{file: train.jsonl, weight: 1}]")
+    sources, columns = [], {}
+    for i, entry in enumerate(d["mixture"]):
+        if not isinstance(entry, dict):
+            found.append(f"data.mixture[{i}]: a source is a data: mapping with weight or rows, e.g. {{source: arith, weight: 1}}")
+            sources.append({})
+            continue
+        whole = [key for key in mixture.WHOLE if key in entry]
+        found += [f"data.mixture[{i}].{key}: is the whole mixture's; set it beside data.mixture" for key in whole]
+        entry = {key: value for key, value in entry.items() if key not in mixture.WHOLE}
+        sources.append(_check_section(entry, MIXTURE_SOURCE, f"data.mixture[{i}]", found))
+        own: list[str] = []
+        alone = {key: value for key, value in entry.items() if key not in mixture.OWN_KEYS}
+        checked = _check_data(mixture.config(d, sources[i]), alone, eval_enabled, base_dir, own)
+        found += [mixture.within(problem, i) for problem in own]
+        for stage, (cols, rows) in checked.items():
+            if cols is not None and mixture.COLUMN in cols:
+                found.append(
+                    f"data.mixture[{i}]: its {stage} rows have a column {mixture.COLUMN!r}, which a mixture fills with "
+                    "each row's source name; rename that column"
+                )
+            columns[f"{stage} {i}"] = (None if cols is None else [*cols, mixture.COLUMN], mixture.within(rows, i))
+    found += mixture.check(sources, d.get("size"))
+    problems.extend(found)
+    d["mixture"] = sources
+    return {} if found else columns
 
 
 def _renamed_columns(cols: list[str], d: dict) -> list[str]:
@@ -346,9 +403,9 @@ def _guarded_rewards(entries: list[dict], resolved: list, columns: dict, problem
             problems.extend(exc.problems)
             funcs.append(None)
     guarded = rewards.guard_all(entries, funcs)
-    for stage, (cols, named) in columns.items():
+    for cols, rows in columns.values():
         if cols is not None:
-            problems.extend(missing_columns(guarded, cols, f"the {stage} rows ({named})"))
+            problems.extend(missing_columns(guarded, cols, rows))
     return guarded
 
 

@@ -7,6 +7,10 @@ of the training rows (``eval_fraction`` / ``eval_size``, by seed) or the generat
 Text prompts become chat messages when the tokenizer has a chat template; the recipe's ``system_prompt`` is
 put first unless a row's messages already start with a system message.
 
+A mixture (``data.mixture``) loads each source as a recipe of that source alone would, draws its training rows as
+``settings.mixture`` plans them and shuffles them together; each row names its source in a ``source`` column
+and is formatted with its own source's system prompt, so that every source's prompts end in the same form.
+
 Files stay in Arrow (``datasets``, memory-mapped), so a large file is not held twice in memory.
 """
 
@@ -16,10 +20,10 @@ from pathlib import Path
 
 from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import resolve_path
-from grpo_ext.core.text import first_line, plural
+from grpo_ext.core.text import first_line, listing, plural
 from grpo_ext.recipe import held_out_size
 from grpo_ext.rewards.guard import missing_columns
-from grpo_ext.settings import datafiles, generators
+from grpo_ext.settings import datafiles, generators, mixture
 
 
 def use_chat(data_cfg: dict, tokenizer) -> bool:
@@ -50,6 +54,13 @@ def format_prompt(prompt, system_prompt: str | None, chat: bool):
 def check_files(data_cfg: dict, base_dir: Path) -> None:
     """Read each local data file of the recipe once, row by row; a bad row stops here, naming its line (before a
     run directory is made or a model loads)."""
+    if is_mixture(data_cfg):
+        for i, entry in enumerate(data_cfg["mixture"]):
+            try:
+                check_files(mixture.config(data_cfg, entry), base_dir)
+            except RecipeError as exc:
+                raise RecipeError([mixture.within(problem, i) for problem in exc.problems]) from None
+        return
     splits = [("file", data_cfg["hub_split"]), ("eval_file", None)]
     if data_cfg.get("eval_split"):
         splits.append(("file", data_cfg["eval_split"]))
@@ -139,6 +150,8 @@ def _check_columns(reward_funcs: list, columns: list[str], rows: str) -> None:
 
 def has_eval(d: dict) -> bool:
     """Whether the recipe names held-out rows (a source of eval rows, or rows held out of training)."""
+    if is_mixture(d):
+        return any(has_eval(mixture.config(d, entry)) for entry in d["mixture"])
     return datafiles.holds_out(d) or any(d.get(k) is not None for k in ("eval_prompts", "eval_file", "eval_split", "source"))
 
 
@@ -164,11 +177,95 @@ def _eval(d: dict, base_dir: Path, reward_funcs: list) -> list[dict]:
 def load(d: dict, base_dir: Path, seed: int, reward_funcs: list, eval_enabled: bool = True) -> Rows:
     """The training and eval rows of a recipe's data section, each with a ``prompt``. Hub rows are checked here for
     the columns the rewards need (a file's were checked with the recipe), before any model loads."""
+    if is_mixture(d):
+        return _mixture(d, base_dir, seed, reward_funcs, eval_enabled)
     train = _train(d, base_dir, reward_funcs)
     if eval_enabled and datafiles.holds_out(d):
         train, held, note = _hold_out(train, d, seed)
         return Rows(train, held, [note])
     return Rows(train, _eval(d, base_dir, reward_funcs) if eval_enabled else [], [])
+
+
+def is_mixture(d: dict) -> bool:
+    """Whether the data section trains on a mixture of sources (``data.mixture``)."""
+    return bool(d.get("mixture"))
+
+
+def _mixture(d: dict, base_dir: Path, seed: int, reward_funcs: list, eval_enabled: bool) -> Rows:
+    """A mixture's rows: each source's training and eval rows as a recipe of that source alone would have them,
+    the training rows drawn by ``settings.mixture`` and shuffled together, every row naming its source. The
+    training rows stay a list until they are formatted: sources may hold text and chat prompts side by side."""
+    entries = d["mixture"]
+    names = [mixture.label(entry) for entry in entries]
+    parts = []
+    for i, entry in enumerate(entries):
+        try:
+            parts.append(load(mixture.config(d, entry), base_dir, seed, reward_funcs, eval_enabled))
+        except RecipeError as exc:
+            raise RecipeError([mixture.within(problem, i) for problem in exc.problems]) from None
+        if len(parts[i].train) == 0:
+            raise RecipeError(f"data.mixture[{i}]: {names[i]} has no training rows left to draw; give it training rows")
+    available = [len(part.train) for part in parts]
+    counts = mixture.plan(entries, available, d["size"])
+    picks = mixture.draw(names, counts, available, seed)
+    if not picks:
+        raise RecipeError("data.mixture: the weights give no training rows; raise data.size or give sources rows")
+    taken = {}
+    for i, part in enumerate(parts):
+        rows = [row for source, row in picks if source == i]
+        taken[i] = iter(part.train.select(rows).to_list() if rows else [])
+    train = [{**next(taken[source]), mixture.COLUMN: names[source]} for source, _ in picks]
+    held = [{**row, mixture.COLUMN: name} for name, part in zip(names, parts, strict=True) for row in part.eval]
+    evals = [len(part.eval) for part in parts] if eval_enabled else None
+    notes = [f"data: {mixture.describe(names, counts, evals)}", *mixture.shortfalls(names, entries, counts, available)]
+    return Rows(train, held, notes + mixture.one_kind(train + held))
+
+
+def mixture_plan(d: dict, base_dir: Path, eval_enabled: bool) -> list[str]:
+    """What a mixture would train on, counted without loading anything heavy (a dry run): its line and notes.
+    A file's rows are counted by reading it once; a hub dataset's only when it is fetched."""
+    entries = d["mixture"]
+    names = [mixture.label(entry) for entry in entries]
+    available, evals = [], []
+    for entry in entries:
+        have, held = _counted(mixture.config(d, entry), base_dir, eval_enabled)
+        available.append(have)
+        evals.append(held)
+    counts = mixture.plan(entries, available, d["size"])
+    line = mixture.describe(names, counts, evals if eval_enabled else None, [entry["weight"] for entry in entries])
+    return [line, *mixture.shortfalls(names, entries, counts, available)]
+
+
+def _count(d: dict, base_dir: Path, key: str, split: str | None) -> int:
+    return sum(1 for _ in datafiles.rows(_path(d, base_dir, key, split), f"data.{key}"))
+
+
+def _counted(d: dict, base_dir: Path, eval_enabled: bool) -> tuple[int | None, int | None]:
+    """(training rows one source gives, its eval rows); None where only loading tells (the hub)."""
+    if d.get("file"):
+        rows = _count(d, base_dir, "file", d["hub_split"])
+    elif d.get("source"):
+        rows = len(generators.generated(d)[0])
+    else:
+        rows = None if d.get("hub") else len(d["prompts"])
+    if not eval_enabled:
+        return rows, None
+    if datafiles.holds_out(d):
+        held = None if rows is None else held_out_size(d, rows)[0]
+        return (None if rows is None else rows - held), held
+    if d.get("eval_prompts") is not None:
+        held = len(d["eval_prompts"])
+    elif d.get("eval_file"):
+        held = _count(d, base_dir, "eval_file", None)
+    elif d.get("eval_split") and d.get("file"):
+        held = _count(d, base_dir, "file", d["eval_split"])
+    elif d.get("eval_split") and d["eval_size"] is not None:  # the first eval_size rows of a hub split
+        held = d["eval_size"]
+    elif d.get("source"):
+        held = len(generators.generated(d)[1])
+    else:
+        return rows, None
+    return rows, held if d["eval_size"] is None or d.get("eval_prompts") is not None else min(held, d["eval_size"])
 
 
 def _first(ds, size: int | None) -> list[dict]:
@@ -187,12 +284,40 @@ def _hold_out(train, d: dict, seed: int):
 
 
 def formatted(rows: list[dict], data_cfg: dict, chat: bool) -> list[dict]:
-    """Rows with each prompt put in the form TRL expects (system prompt and chat messages applied)."""
-    return [{**r, "prompt": format_prompt(r["prompt"], data_cfg["system_prompt"], chat)} for r in rows]
+    """Rows with each prompt put in the form TRL expects (system prompt and chat messages applied); a mixture's
+    rows each with the system prompt of its own source."""
+    if not is_mixture(data_cfg):
+        return [{**r, "prompt": format_prompt(r["prompt"], data_cfg["system_prompt"], chat)} for r in rows]
+    systems = {mixture.label(e): mixture.config(data_cfg, e)["system_prompt"] for e in data_cfg["mixture"]}
+    out = []
+    for r in rows:
+        try:
+            out.append({**r, "prompt": format_prompt(r["prompt"], systems[r[mixture.COLUMN]], chat)})
+        except RecipeError:
+            raise RecipeError(
+                f"data.mixture: the prompts of {r[mixture.COLUMN]} are chat messages, which need a chat template; the "
+                "tokenizer has none (or data.chat is false): give that source text prompts, or a model with a chat template"
+            ) from None
+    return out
+
+
+def _one_table(rows: list[dict]):
+    """A mixture's formatted training rows as one Dataset: every column any source has (None where a source lacks
+    it); ``settings.mixture.one_kind`` gave each column one kind when the rows loaded."""
+    from datasets import Dataset
+
+    columns = list(dict.fromkeys(key for r in rows for key in r))
+    try:
+        return Dataset.from_list([{key: r.get(key) for key in columns} for r in rows])
+    except (TypeError, ValueError) as exc:  # pyarrow's ArrowInvalid and ArrowTypeError derive from them
+        why = first_line(str(exc))
+        raise RecipeError(f"data.mixture: the sources' rows (columns {listing(columns)}) make no one table: {why}") from None
 
 
 def formatted_set(train, data_cfg: dict, chat: bool):
     """The training Dataset with each prompt in the form TRL expects."""
+    if isinstance(train, list):  # a mixture's rows: each source's prompts in their own form until here
+        return _one_table(formatted(train, data_cfg, chat))
     system = data_cfg["system_prompt"]
     if not chat and not system and (len(train) == 0 or isinstance(train[0]["prompt"], str)):
         return train
@@ -289,9 +414,11 @@ def fit_prompts(
 
 def train_rows(d: dict, base_dir: Path, limit: int | None = None) -> list[dict]:
     """Up to ``limit`` training rows as plain dicts (for planning, and for an eval of a recipe without eval rows)."""
+    if is_mixture(d):
+        return load(d, base_dir, 0, []).train[:limit]
     return _first(_train(d, base_dir, []), limit)
 
 
 def eval_rows(d: dict, base_dir: Path, seed: int = 0) -> list[dict]:
     """The held-out rows scored before and after training (none when the recipe has none)."""
-    return load(d, base_dir, seed, []).eval if datafiles.holds_out(d) else _eval(d, base_dir, [])
+    return load(d, base_dir, seed, []).eval if datafiles.holds_out(d) or is_mixture(d) else _eval(d, base_dir, [])

@@ -27,7 +27,7 @@ from grpo_ext.recipe import Recipe, changed_keys, load
 from grpo_ext.results import preflight, report, scoring, watchdog
 from grpo_ext.rewards import guard
 from grpo_ext.run import completions, data, explore, hardware, launch, models, progress, rundir, skipping, trainer
-from grpo_ext.settings import adapters, advice, compat, datafiles, generators, model_names, variants
+from grpo_ext.settings import adapters, advice, compat, datafiles, generators, mixture, model_names, variants
 
 
 def train(
@@ -160,7 +160,13 @@ def dry_run(recipe: Recipe) -> None:
     if recipe.data.get("algorithm"):
         print(f"algorithm: {recipe['algorithm']} ({variants.VARIANTS[recipe['algorithm']].paper}); keys the recipe sets win")
     print("rewards: " + ", ".join(f"{name} (weight {w})" for name, w in zip(recipe.reward_names, recipe.weights, strict=True)))
-    print(f"data: {_training_data(d)}; {_eval_prompts(d)}; chat format: {d['chat']}")
+    if d["mixture"]:
+        line, *shortfalls = data.mixture_plan(d, recipe.base_dir, recipe["eval"]["enabled"])
+        print(f"data: {line}; chat format: {d['chat']}")
+        for note in shortfalls:
+            print(note)
+    else:
+        print(f"data: {_training_data(d)}; {_eval_prompts(d)}; chat format: {d['chat']}")
     boost = explore.describe(recipe["explore"], compat.effective(recipe["training"], "max_steps"))
     if boost:
         print(boost)
@@ -338,6 +344,10 @@ def eval_pass(r: Run, label: str) -> dict | None:
     result["seconds"] = round(time.monotonic() - t0, 1)
     rates = ", ".join(f"{k} {v['pass_rate']}" for k, v in result["rewards"].items())
     r.log(f"eval {label}: pass rate {rates} ({result['samples']} samples, {result['seconds']} s)")
+    if r.recipe["data"]["mixture"]:  # each eval row names its source: the pass rates of each
+        result["sources"] = mixture.by_source([row[mixture.COLUMN] for row in r.eval_rows], result)
+        each = "; ".join(f"{name} {', '.join(f'{k} {v}' for k, v in by.items())}" for name, by in result["sources"].items())
+        r.log(f"eval {label} by source: pass rate {each}")
     return result
 
 

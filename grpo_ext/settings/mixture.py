@@ -1,0 +1,257 @@
+"""A mixture of training sources (``data.mixture``): what each source is called, how many training rows each gives,
+which rows those are, and the line that says so. Plain Python; ``run.data`` loads the rows.
+
+Each source is a ``data:`` section of its own (a file, a generator, a hub dataset or inline prompts, with its
+columns, template, system prompt and eval rows) plus ``weight`` or ``rows``:
+
+- ``rows: N`` takes N training rows of that source;
+- ``weight: w`` shares the rest in proportion to the weights: ``data.size`` rows in all when it is given, else
+  the largest mixture in those proportions that repeats no row (the source that runs out first decides).
+
+A source's rows are drawn by the recipe's seed and the source's name, without replacement while it has rows
+enough; past its size every row is taken and the rest drawn again, and a note says so. The drawn rows of all
+sources are then shuffled together by the seed. Every row carries a ``source`` column naming its source.
+"""
+
+import math
+import random
+from fractions import Fraction
+from pathlib import Path
+
+from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.text import plural, shown
+
+COLUMN = "source"  # the column naming each row's source, in training and in the eval
+OWN_KEYS = ("weight", "rows", "name")  # what a mixture's source has beside the keys of a data: section
+WHOLE = ("mixture", "size", "chat")  # keys of the whole mixture, never of one source
+SHARED_KEYS = (*WHOLE, "system_prompt")  # what a data: section keeps beside its mixture (a source may have its own system_prompt)
+
+
+def label(entry: dict) -> str:
+    """A source's name: its ``name``, else its file's name, its generator, its hub id, or ``prompts``."""
+    if entry.get("name"):
+        return entry["name"]
+    if entry.get("file"):
+        return Path(entry["file"]).name
+    return entry.get("source") or entry.get("hub") or "prompts"
+
+
+def config(data_cfg: dict, entry: dict) -> dict:
+    """The data: section of one source, as a recipe of that source alone would have it: the mixture's ``chat``,
+    and its ``system_prompt`` unless the source has its own."""
+    own = {key: value for key, value in entry.items() if key not in OWN_KEYS}
+    shared = {"chat": data_cfg.get("chat", "auto"), "mixture": None, "size": None}
+    return {**own, **shared, "system_prompt": entry.get("system_prompt") or data_cfg.get("system_prompt")}
+
+
+def within(text: str, i: int) -> str:
+    """A problem (or the rows named) of one source, named by its place in the mixture.
+
+    >>> within("data.file: a.csv, line 3: 2 fields", 1), within("the training rows (data.file a.csv)", 0)
+    ('data.mixture[1].file: a.csv, line 3: 2 fields', 'the training rows (data.mixture[0].file a.csv)')
+    """
+    if text.startswith(("data.", "data:")):
+        return f"data.mixture[{i}]{text[4:]}"
+    return text.replace("(data.", f"(data.mixture[{i}].", 1)
+
+
+def check(entries: list[dict], size: int | None) -> list[str]:
+    """Problems with the mixture's own keys: weight or rows on each source, positive weights, distinct names, and
+    a ``size`` that leaves rows for the weighted sources. A key that failed its own check is absent and skipped."""
+    problems = []
+    names: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        where = f"data.mixture[{i}]"
+        if "weight" not in entry or "rows" not in entry:
+            continue
+        weight, rows = entry["weight"], entry["rows"]
+        if weight is not None and rows is not None:
+            problems.append(f"{where}: gives weight and rows; keep weight (a share of the mixture) or rows (a count)")
+        elif weight is None and rows is None:
+            problems.append(f"{where}: give weight (a share of the mixture, e.g. weight: 1) or rows (a number of rows)")
+        elif weight is not None and not (math.isfinite(weight) and weight > 0):
+            problems.append(f"{where}.weight: must be a positive number, got {shown(weight)}; leave a source out to drop it")
+        name = label(entry)
+        if name in names:
+            problems.append(
+                f"{where}: has the name {name!r}, as data.mixture[{names[name]}] has; give each source its own name: key"
+            )
+        names.setdefault(name, i)
+    if size is None or problems or any("weight" not in e or "rows" not in e for e in entries):
+        return problems
+    fixed = sum(e["rows"] for e in entries if e["rows"] is not None)
+    if all(e["weight"] is None for e in entries):
+        problems.append(f"data.size: every source gives rows ({fixed} in all); leave size out, or give a source a weight")
+    elif size <= fixed:
+        problems.append(f"data.size: {size} leaves no rows for the weighted sources after the rows: of the others ({fixed})")
+    return problems
+
+
+def apportion(total: int, weights: list) -> list[int]:
+    """``total`` split in proportion to ``weights`` (largest remainder: the parts add up to ``total``, each within
+    one of its exact share; ties go to the earlier weight).
+
+    >>> apportion(200, [0.4, 0.3, 0.3]), apportion(10, [1, 1, 1]), apportion(0, [2, 1])
+    ([80, 60, 60], [4, 3, 3], [0, 0])
+    """
+    exact = [Fraction(str(w)) for w in weights]
+    whole = sum(exact)
+    shares = [total * w / whole for w in exact]
+    parts = [math.floor(s) for s in shares]
+    by_remainder = sorted(range(len(shares)), key=lambda i: (-(shares[i] - parts[i]), i))
+    for i in by_remainder[: total - sum(parts)]:
+        parts[i] += 1
+    return parts
+
+
+def plan(entries: list[dict], available: list[int | None], size: int | None) -> list[int | None]:
+    """Training rows to take of each source: its ``rows``, or its weight's share of ``size`` less the fixed rows,
+    or, without ``size``, of the largest mixture that repeats no row. None where that depends on a source whose
+    rows are not counted yet (a hub dataset before it is fetched).
+
+    >>> plan([{"weight": 2, "rows": None}, {"weight": 1, "rows": None}], [100, 30], None)
+    [60, 30]
+    >>> plan([{"weight": 1, "rows": None}, {"weight": None, "rows": 5}], [100, 3], 25)
+    [20, 5]
+    """
+    counts: list[int | None] = [e["rows"] for e in entries]
+    weighted = [i for i, e in enumerate(entries) if e["rows"] is None]
+    if not weighted:
+        return counts
+    weights = [Fraction(str(entries[i]["weight"])) for i in weighted]
+    if size is not None:
+        total = size - sum(c for c in counts if c is not None)
+    elif any(available[i] is None for i in weighted):
+        return counts
+    else:  # a share never passes its source's rows: the floor keeps each exact share within them, so does rounding up
+        total = min(math.floor(available[i] * sum(weights) / w) for i, w in zip(weighted, weights, strict=True))
+    for i, part in zip(weighted, apportion(total, weights), strict=True):
+        counts[i] = part
+    return counts
+
+
+def shortfalls(names: list[str], entries: list[dict], counts: list[int | None], available: list[int | None]) -> list[str]:
+    """One line for each source asked for more rows than it has, and one for a weighted source whose share is none."""
+    notes = []
+    for name, entry, count, have in zip(names, entries, counts, available, strict=True):
+        if count is None or have is None:
+            continue
+        asked = f"rows: {entry['rows']}" if entry["rows"] is not None else f"weight {entry['weight']:g}"
+        if count > have:
+            notes.append(
+                f"data: mixture: {name}: {asked} asks for {plural(count, 'row')}, it has {have}; every row is used and "
+                f"{count - have} drawn again (repeated)"
+            )
+        elif count == 0:
+            notes.append(f"data: mixture: {name}: {asked} gives it no training rows; raise its weight or data.size")
+    return notes
+
+
+def _take(rng: random.Random, have: int, count: int) -> list[int]:
+    """``count`` row numbers out of ``have``: without replacement, and past ``have`` one whole pass after another."""
+    picked: list[int] = []
+    while len(picked) < count:
+        picked += rng.sample(range(have), min(have, count - len(picked)))
+    return picked
+
+
+def draw(names: list[str], counts: list[int], available: list[int], seed: int) -> list[tuple[int, int]]:
+    """(source, row) for each training row of the mixture, shuffled together. Each source draws with its own
+    random stream, from the seed and its name, so that changing another source (or the order) leaves its rows be.
+
+    >>> draw(["a", "b"], [2, 1], [5, 3], seed=0) == draw(["a", "b"], [2, 1], [5, 3], seed=0)
+    True
+    >>> sorted(source for source, _ in draw(["a", "b"], [2, 1], [5, 3], seed=0))
+    [0, 0, 1]
+    """
+    picks = []
+    for i, (name, count, have) in enumerate(zip(names, counts, available, strict=True)):
+        rng = random.Random(f"{seed}/{name}")  # a str seeds the same stream on every run (it is hashed with sha512)
+        picks += [(i, row) for row in _take(rng, have, count)]
+    random.Random(seed).shuffle(picks)
+    return picks
+
+
+def describe(names: list[str], counts: list[int | None], evals: list[int | None] | None, weights: list | None = None) -> str:
+    r"""``mixture of 3 sources: a.jsonl 40% (80 rows), ...; eval 12 rows (4 per source)``. ``evals`` is None without
+    an eval; a count is None where only loading tells (a hub dataset's), and the source is shown by its weight.
+
+    >>> describe(["a.jsonl", "arith"], [80, 20], [4, 4])
+    'mixture of 2 sources: a.jsonl 80% (80 rows), arith 20% (20 rows); eval 8 rows (4 per source)'
+    >>> print(*describe(["a.jsonl", "org/ds"], [None, None], [4, None], [1, 3]).split("; "), sep="\n")
+    mixture of 2 sources: a.jsonl weight 1, org/ds weight 3 (rows counted when the hub rows are fetched)
+    eval 4 a.jsonl, org/ds counted when fetched
+    """
+    total = sum(c for c in counts if c is not None)
+    parts = []
+    for i, (name, count) in enumerate(zip(names, counts, strict=True)):
+        if count is None:
+            parts.append(f"{name} weight {(weights or [])[i]:g}" if weights else name)
+        else:
+            parts.append(f"{name} {round(100 * count / total) if total else 0}% ({plural(count, 'row')})")
+    line = f"mixture of {plural(len(names), 'source')}: {', '.join(parts)}"
+    if None in counts:
+        line += " (rows counted when the hub rows are fetched)"
+    if evals is None:
+        return f"{line}; no eval"
+    if None not in evals and len(set(evals)) == 1:
+        return f"{line}; eval {plural(sum(evals), 'row')} ({evals[0]} per source)"
+    each = ", ".join(f"{name} counted when fetched" if n is None else f"{n} {name}" for name, n in zip(names, evals, strict=True))
+    if None in evals:
+        return f"{line}; eval {each}"
+    return f"{line}; eval {plural(sum(evals), 'row')} ({each})"
+
+
+def one_kind(rows: list[dict]) -> list[str]:
+    """Give each column but the prompt one kind of value across a mixture's sources, in place: numbers become text
+    where another source holds text in that column (datasets reads a CSV's numbers as numbers, a JSONL file may
+    hold the same answers as strings), said in a note; RecipeError for any other two kinds."""
+    kinds: dict[str, dict[str, str]] = {}  # column -> {kind of its values -> the first source holding that kind}
+    for r in rows:
+        for key, value in r.items():
+            if key != "prompt" and value is not None:
+                kinds.setdefault(key, {}).setdefault(_kind(value), r[COLUMN])
+    notes = []
+    for key, found in kinds.items():
+        if set(found) == {"numbers", "text"}:
+            for r in rows:
+                if _kind(r.get(key)) == "numbers":
+                    r[key] = str(int(r[key])) if float(r[key]).is_integer() else str(r[key])
+            notes.append(
+                f"data: mixture: column {key!r} holds numbers in {found['numbers']} and text in {found['text']}; "
+                "the numbers are read as text"
+            )
+        elif len(found) > 1:
+            (a, first), (b, second) = list(found.items())[:2]
+            raise RecipeError(
+                f"data.mixture: column {key!r} holds {a} in {first} and {b} in {second}; give it one kind in every "
+                "source, or rename it in one"
+            )
+    return notes
+
+
+def _kind(value) -> str | None:
+    """A value's kind as a column of a table holds it; None for a missing value."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true/false"
+    if isinstance(value, (int, float)):
+        return "numbers"
+    return {str: "text", list: "lists", dict: "mappings"}.get(type(value), type(value).__name__)
+
+
+def by_source(sources: list[str], result: dict) -> dict[str, dict[str, float | None]]:
+    """Each source's pass rate per reward, from an eval's per-prompt scores (``sources``: each eval row's source).
+
+    >>> result = {"rewards": {"r": {"pass_threshold": 1.0, "per_prompt": [[1.0, 0.0], [1.0, 1.0], [0.0]]}}}
+    >>> by_source(["a", "a", "b"], result)
+    {'a': {'r': 0.75}, 'b': {'r': 0.0}}
+    """
+    out: dict[str, dict[str, float | None]] = {}
+    for name in dict.fromkeys(sources):
+        for reward, stats in result["rewards"].items():
+            scores = [s for src, row in zip(sources, stats["per_prompt"], strict=True) if src == name for s in row]
+            passed = sum(s >= stats["pass_threshold"] for s in scores)
+            out.setdefault(name, {})[reward] = round(passed / len(scores), 4) if scores else None
+    return out

@@ -14,8 +14,8 @@ normaliser counts:
 
 Anything that couples a row to the others keeps the whole micro-batch: a KL term, an entropy bonus (its gradient
 reaches every row), ``top_entropy_quantile`` below 1 (a quantile over the micro-batch's tokens), a router
-auxiliary loss, Liger's fused loss, images, a loss type not in the table, and several processes (each one's
-forward must run for the gradient all-reduce, so there at least one row is kept). Trailing padding that only
+auxiliary loss, Liger's fused loss, images, a loss type not in the table, and several processes (TRL gathers
+per-row metrics across them, which needs the same number of rows on each). Trailing padding that only
 skipped rows used is cut off too: a causal model's logits for earlier tokens do not depend on later columns.
 """
 
@@ -57,22 +57,19 @@ def blocker(trainer) -> str | None:
         return "top_entropy_quantile < 1 masks by a quantile over every row"
     if getattr(trainer, "aux_loss_enabled", False) or getattr(args, "use_liger_loss", False):
         return "a router auxiliary loss or Liger's fused loss sees every row"
+    if trainer.accelerator.num_processes > 1:
+        return "several processes: TRL gathers per-row metrics across them, which needs the same rows on each"
     return None
 
 
-def kept_rows(inputs: dict, at_least_one: bool):
-    """The rows (a bool tensor) whose advantage is not exactly zero; with ``at_least_one``, the first row too when
-    no row is kept (a process whose forward must run). None when every row is kept or the batch has images."""
+def kept_rows(inputs: dict):
+    """The rows (a bool tensor) whose advantage is not exactly zero; None when every row is kept or the batch has
+    images."""
     if any(inputs.get(key) is not None for key in IMAGES):
         return None
     advantages = inputs["advantages"]
     keep = advantages != 0 if advantages.dim() == 1 else (advantages != 0).any(dim=1)
-    if bool(keep.all()):
-        return None
-    if at_least_one and not bool(keep.any()):
-        keep = keep.clone()
-        keep[0] = True
-    return keep
+    return None if bool(keep.all()) else keep
 
 
 def _mask(inputs: dict):

@@ -114,7 +114,7 @@ def test_kept_rows_and_subset():
         "old_per_token_logps": None,
         "num_items_in_batch": torch.tensor(7.0),
     }
-    keep = skipping.kept_rows(inputs, at_least_one=False)
+    keep = skipping.kept_rows(inputs)
     assert keep.tolist() == [False, True, True]
     cut = skipping.subset(inputs, keep)
     assert cut["completion_ids"].tolist() == [[4, 5], [8, 9]]  # the columns only the skipped row used are cut off
@@ -123,10 +123,9 @@ def test_kept_rows_and_subset():
     assert skipping.scale("bnpo", inputs, keep) == 3 / 7
     assert skipping.scale("dapo", inputs, keep) == 1.0
     inputs["advantages"] = torch.zeros(3)
-    assert skipping.kept_rows(inputs, at_least_one=True).tolist() == [True, False, False]
-    assert not skipping.kept_rows(inputs, at_least_one=False).any()
+    assert not skipping.kept_rows(inputs).any()
     inputs["advantages"] = torch.ones(3)
-    assert skipping.kept_rows(inputs, at_least_one=False) is None  # nothing to leave out: TRL's own path
+    assert skipping.kept_rows(inputs) is None  # nothing to leave out: TRL's own path
 
 
 def test_two_steps_end_in_the_same_weights_with_skipping_on_and_off(tiny_model, digit_doc, tmp_path, no_hub):

@@ -10,7 +10,6 @@ no spread while others carry the signal (a note); a reward that returns None or 
 on very different scales. ``verdicts`` is pure Python; ``run`` samples with ``scoring``'s machinery.
 """
 
-import dataclasses
 import math
 import statistics
 import time
@@ -140,14 +139,7 @@ def sample_and_score(
     """
     t0 = time.monotonic()
     group = compat.effective(training, "num_generations")
-    generation = compat.effective(training, "generation_kwargs")
-    s = dataclasses.replace(
-        s,
-        samples=group,
-        temperature=compat.effective(training, "temperature"),
-        max_new_tokens=compat.effective(training, "max_completion_length"),
-        generation=tuple(generation.items()) if isinstance(generation, dict) else (),
-    )
+    s = scoring.as_training(s, training, group)
     with scoring.random_state_kept():  # step 1 then samples what it would have without the pre-flight
         with scoring.precision(model, s):
             completions, ids = scoring.sample(model, tokenizer, [r["prompt"] for r in rows], s)

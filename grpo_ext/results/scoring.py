@@ -54,6 +54,19 @@ def settings(recipe: Recipe, bf16: bool) -> Settings:
     )
 
 
+def as_training(s: Settings, training: dict, samples: int) -> Settings:
+    """The same settings (seed, batch size, precision, threshold), ``samples`` completions per prompt drawn as
+    training draws them: at its temperature and completion length, with its ``generation_kwargs``."""
+    generation = compat.effective(training, "generation_kwargs")
+    return dataclasses.replace(
+        s,
+        samples=samples,
+        temperature=compat.effective(training, "temperature"),
+        max_new_tokens=compat.effective(training, "max_completion_length"),
+        generation=tuple(generation.items()) if isinstance(generation, dict) else (),
+    )
+
+
 def greedy(s: Settings) -> Settings:
     """The same settings, one greedy answer per prompt (for comparing two models' answers exactly)."""
     return dataclasses.replace(s, samples=1, temperature=0.0)

@@ -35,7 +35,7 @@ from grpo_ext.core.text import plural, suggest
 from grpo_ext.recipe import Recipe, load
 from grpo_ext.results import plots, scoring
 from grpo_ext.run import data, hardware, models
-from grpo_ext.settings import compat, datafiles
+from grpo_ext.settings import datafiles
 from grpo_ext.verbs import evaluate, train
 
 K = 8
@@ -111,14 +111,7 @@ def _reward(recipe: Recipe, name: str | None) -> str:
 def _sampling(recipe: Recipe, k: int) -> scoring.Settings:
     """The eval's settings (seed, batch size, precision, threshold) sampling ``k`` per prompt as training samples."""
     training = recipe["training"]
-    generation = compat.effective(training, "generation_kwargs")
-    return dataclasses.replace(
-        scoring.settings(recipe, bf16=hardware.uses_bf16(training, recipe["model"])),
-        samples=k,
-        temperature=compat.effective(training, "temperature"),
-        max_new_tokens=compat.effective(training, "max_completion_length"),
-        generation=tuple(generation.items()) if isinstance(generation, dict) else (),
-    )
+    return scoring.as_training(scoring.settings(recipe, bf16=hardware.uses_bf16(training, recipe["model"])), training, k)
 
 
 def as_written(train_set, d: dict, base_dir: Path):

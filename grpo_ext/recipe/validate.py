@@ -409,6 +409,10 @@ def _guarded_rewards(entries: list[dict], resolved: list, columns: dict, problem
     return guarded
 
 
+# The top-level keys that are sections of their own keys, in the schema's order, each checked by _check_section
+SECTIONS = tuple(name for name in SCHEMA if name in TOP_LEVEL)
+
+
 def validate(doc: dict, path: Path | None = None) -> Recipe:
     """Check a recipe mapping; return a Recipe or raise RecipeError listing every problem.
 
@@ -423,8 +427,8 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     def section(name: str) -> dict | None:  # a section that failed its own check (or is missing) is skipped below
         return _check_section(top[name], SCHEMA[name], name, problems) if name in top else None
 
-    model, data, evaluation, health = section("model"), section("data"), section("eval"), section("health")
-    explore, logs, groups = section("explore"), section("logging"), section("groups")
+    sections = {name: section(name) for name in SECTIONS}
+    model, data, evaluation, explore = sections["model"], sections["data"], sections["eval"], sections["explore"]
     entries = _check_rewards(top["rewards"], base_dir, problems) if "rewards" in top else []
     training = dict(top["training"]) if "training" in top else None
     columns = {}
@@ -454,8 +458,8 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     built = _guarded_rewards(entries, resolved, columns, problems, build=False)
     if problems:
         raise RecipeError(problems, source)
-    checked = {"model": model, "data": data, "rewards": entries, "training": training, "eval": evaluation, "health": health}
-    checked["explore"], checked["logging"], checked["groups"] = explore, logs, groups
+    checked = {"model": model, "data": data, "rewards": entries, "training": training}  # the order recipe.yaml records
+    checked |= {name: value for name, value in sections.items() if name not in checked}
     checked.update((key, top[key]) for key in ("output_dir", "seed", "resume"))
     if top.get("algorithm") is not None:
         checked["algorithm"] = top["algorithm"]

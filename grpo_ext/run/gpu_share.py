@@ -11,8 +11,9 @@ vLLM (``training.use_vllm``):
   ``vllm_tensor_parallel_size`` > 1 the weights and cache are split over that many GPUs.
 - ``server``: ``trl vllm-serve`` runs on other GPUs; nothing is counted on the training GPU.
 
-``vllm_enable_sleep_mode`` (vLLM hands its memory back during the training step) is not modelled: with it
-the colocate plan is an upper bound.
+With ``vllm_enable_sleep_mode`` (TRL 0.23+) vLLM hands its weights and cache back while the trainer computes
+its loss and gradients (level 2 in TRL 1.16) and keeps only its runtime, so vLLM's share and the training step's
+activations are not held at once: the plan counts the share beyond the activations, and at least the runtime.
 
 Sharding (``--gpus N --sharding``):
 
@@ -74,6 +75,19 @@ def vllm_need(params: int, kv_bytes: int, tp: int) -> int:
     """The least memory one colocated vLLM engine needs: bf16 weights and the generation batch's cache, split
     over ``tp`` GPUs, plus its runtime."""
     return (params * 2 + kv_bytes) // tp + VLLM_RUNTIME
+
+
+ASLEEP = "sleep mode: handed back during the training step, counted beyond the activations only"
+
+
+def asleep(share: int, activations: int) -> int:
+    """What a sleeping vLLM engine adds to the peak: its share where that exceeds the training step's activations,
+    and at least its runtime, which stays.
+
+    >>> asleep(10 * GIB, 4 * GIB) // GIB, asleep(2 * GIB, 4 * GIB) // GIB
+    (6, 1)
+    """
+    return max(VLLM_RUNTIME, share - activations)
 
 
 def utilization_advice(budget: int, trainer: int, need: int) -> tuple[float | None, str]:

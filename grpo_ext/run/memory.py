@@ -10,7 +10,8 @@ is built from the table of shapes in ``shapes.py``. The estimate adds up, per pr
   the adapters with LoRA; adapters are fp32, bf16 over a quantized base as TRL casts them);
 - activations kept for the backward pass of ``per_device_train_batch_size`` sequences of prompt +
   completion tokens (``ACT_PER_TOKEN`` values per layer and token, one hidden vector per layer with
-  gradient checkpointing), plus the logits over the vocabulary for the completion tokens;
+  gradient checkpointing), plus the logits over the vocabulary for the completion tokens, as the installed TRL
+  computes them (all at once, one sequence at a time with Liger's loss, or in tiles: ``logits_bytes``);
 - generation: the key/value cache of the generation batch (or the eval batch, whichever is larger); on a GPU
   only what exceeds the activations, as the caching allocator hands the cache's freed blocks to the training
   step, while on the CPU freed memory mostly stays with the process (peak RSS), so there both count;
@@ -45,6 +46,9 @@ CUDA_CONTEXT = 600 * MIB
 ACT_PER_TOKEN = {"hidden": 12, "intermediate": 4}
 ONE_GPU = Launch()
 QUANT_BYTES = {"4bit": 0.5 + 1 / 64 + 4 / (64 * 256), "8bit": 1.0}
+# TRL's chunked projection (trl/kernels/chunked_logprob.py, 1.15+): TOKEN_CHUNK_SIZE and the vocabulary chunk
+TILE_TOKENS, TILE_VOCAB = 4096, 32768
+CPU_TILE_COPIES = 3  # fp32 temporaries of a tile the torch fallback makes: the scaled logits, exp, exp x logits
 
 
 @dataclass(frozen=True)
@@ -192,8 +196,53 @@ def setting(recipe, key: str, device: str, params: int):
     return compat.effective(recipe["training"], key)
 
 
-def estimate(recipe, shape: Shape, prompt_len: int, device: str, launch: Launch = ONE_GPU) -> list[tuple[str, int, str]]:
-    """(component, bytes, how) for one training process of ``recipe`` on ``device`` ('cpu' or 'cuda')."""
+def path_of(recipe) -> str:
+    """The installed TRL's way to the completions' log-probabilities for this recipe (``compat.logprob_path``)."""
+    return compat.logprob_path(compat.uses_liger(recipe["training"]))
+
+
+def logits_bytes(shape: Shape, batch: int, seq: int, completion: int, b: int, device: str, path: str, head_grad: bool):
+    """(bytes, how) the logits take at the loss's peak, by the way TRL computes the log-probabilities.
+
+    - 'full': the completion tokens' logits in the weights' dtype, their fp32 log-softmax and its gradient;
+    - 'liger': the same for one sequence at a time;
+    - 'tiles': one tile of ``TILE_TOKENS`` x ``TILE_VOCAB`` logits in the weights' dtype. On a GPU a Triton kernel
+      works in the tile; elsewhere torch ops make ``CPU_TILE_COPIES`` fp32 temporaries of it, and every position
+      of the sequence is scored (on a GPU only the completion's). The backward adds an fp32 gradient of the
+      output head when it is trained (not with LoRA).
+    """
+    if path == "tiles":
+        tokens = batch * completion if device == "cuda" else batch * (seq - 1)
+        tile = min(tokens, TILE_TOKENS) * min(shape.vocab, TILE_VOCAB)
+        n = tile * b + (0 if device == "cuda" else CPU_TILE_COPIES * 4 * tile)
+        head = shape.vocab * shape.hidden * 4 if head_grad else 0
+        return n + head, f"TRL's chunked projection, tiles of {min(tokens, TILE_TOKENS)} x {min(shape.vocab, TILE_VOCAB)}"
+    rows = 1 if path == "liger" else batch
+    n = rows * (completion + 1) * shape.vocab * (2 * b + 4)
+    return n, "Liger's fused loss, one sequence at a time" if path == "liger" else f"{batch} x {completion + 1} x {shape.vocab}"
+
+
+def kv_cache_bytes(shape: Shape, seqs: int, seq: int, b: int) -> int:
+    """The key/value cache of ``seqs`` sequences of ``seq`` tokens, ``b`` bytes a value."""
+    return seqs * seq * shape.layers * 2 * shape.kv_dim * b
+
+
+def vllm_engine_need(recipe, shape: Shape, prompt_len: int) -> int:
+    """The least memory a colocated vLLM engine needs for this recipe's generation batch (``gpu_share.vllm_need``)."""
+
+    def get(key):
+        return setting(recipe, key, "cuda", shape.params)
+
+    seq = prompt_len + get("max_completion_length")
+    cache = kv_cache_bytes(shape, batch_rules.generation_batch(get) or 0, seq, 2)  # vLLM's cache is bf16
+    return gpu_share.vllm_need(shape.params, cache, get("vllm_tensor_parallel_size") or 1)
+
+
+def estimate(
+    recipe, shape: Shape, prompt_len: int, device: str, launch: Launch = ONE_GPU, logprobs: str | None = None
+) -> list[tuple[str, int, str]]:
+    """(component, bytes, how) for one training process of ``recipe`` on ``device`` ('cpu' or 'cuda'); the logits
+    as ``logprobs`` says ('full', 'liger', 'tiles'), else as the installed TRL computes them."""
     model_cfg = recipe["model"]
     dtype = model_cfg["dtype"]
     if dtype == "auto":
@@ -238,11 +287,11 @@ def estimate(recipe, shape: Shape, prompt_len: int, device: str, launch: Launch 
     else:
         acts = batch * seq * ab * shape.layers * per_token
         how = f"{batch} seqs x {seq} tokens ({prompt_len} prompt + {completion} completion) x {shape.layers} layers"
-    logits = batch * (completion + 1) * shape.vocab * (2 * b + 4)
-    rows.append(("activations", acts + logits, f"{how}; logits {fmt_bytes(logits)}"))
+    logits, logits_how = logits_bytes(shape, batch, seq, completion, b, device, logprobs or path_of(recipe), not lora)
+    rows.append(("activations", acts + logits, f"{how}; logits {fmt_bytes(logits)} ({logits_how})"))
 
     def cache(seqs: int) -> int:
-        return seqs * seq * shape.layers * 2 * shape.kv_dim * b
+        return kv_cache_bytes(shape, seqs, seq, b)
 
     gen_batch = batch_rules.generation_batch(get) or 0
     eval_cfg = recipe["eval"]
@@ -257,19 +306,15 @@ def estimate(recipe, shape: Shape, prompt_len: int, device: str, launch: Launch 
             kv, how = max(0, kv - acts - logits), f"{how}: {fmt_bytes(kv)}, counted beyond the activations only"
         rows.append(("generation cache", kv, how))
     if vllm and get("vllm_mode") == "colocate":
-        tp = get("vllm_tensor_parallel_size") or 1
-        need = gpu_share.vllm_need(shape.params, cache(gen_batch) * 2 // b, tp)
+        need = vllm_engine_need(recipe, shape, prompt_len)
         util = get("vllm_gpu_memory_utilization")
         if launch.gpu_memory:
-            rows.append(("vLLM (colocate)", int(util * launch.gpu_memory), f"vllm_gpu_memory_utilization={util} of the GPU"))
+            share, how = int(util * launch.gpu_memory), f"vllm_gpu_memory_utilization={util} of the GPU"
         else:
-            rows.append(
-                (
-                    "vLLM (colocate)",
-                    need,
-                    f"at least: bf16 weights + cache of {gen_batch} seqs x {seq} tokens (it takes {util} of the GPU)",
-                )
-            )
+            share, how = need, f"at least: bf16 weights + cache of {gen_batch} seqs x {seq} tokens (it takes {util} of the GPU)"
+        if get("vllm_enable_sleep_mode"):
+            share, how = gpu_share.asleep(share, acts + logits), f"{how}: {fmt_bytes(share)}; {gpu_share.ASLEEP}"
+        rows.append(("vLLM (colocate)", share, how))
 
     if get("beta") and not lora:
         rows.append(

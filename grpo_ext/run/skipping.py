@@ -14,10 +14,12 @@ normaliser counts:
 
 Anything that couples a row to the others keeps the whole micro-batch: a KL term, an entropy bonus (its gradient
 reaches every row), ``top_entropy_quantile`` below 1 (a quantile over the micro-batch's tokens), a router
-auxiliary loss, Liger's fused loss, images, a loss type not in the table, and several processes (TRL gathers
+auxiliary loss, Liger's fused loss (TRL before 1.13), images, a loss type not in the table, and several processes (TRL gathers
 per-row metrics across them, which needs the same number of rows on each). Trailing padding that only
 skipped rows used is cut off too: a causal model's logits for earlier tokens do not depend on later columns.
 """
+
+from grpo_ext.settings import compat
 
 # loss_type -> how its normaliser counts: rows of the micro-batch, its tokens, or a count fixed for the batch
 NORMALISER = {
@@ -55,7 +57,8 @@ def blocker(trainer) -> str | None:
         return "an entropy bonus reaches every row"
     if getattr(args, "top_entropy_quantile", 1.0) < 1.0:
         return "top_entropy_quantile < 1 masks by a quantile over every row"
-    if getattr(trainer, "aux_loss_enabled", False) or getattr(args, "use_liger_loss", False):
+    liger = getattr(args, "use_liger_loss", False) or getattr(args, "use_liger_kernel", False)
+    if getattr(trainer, "aux_loss_enabled", False) or compat.logprob_path(liger) == "liger":
         return "a router auxiliary loss or Liger's fused loss sees every row"
     if trainer.accelerator.num_processes > 1:
         return "several processes: TRL gathers per-row metrics across them, which needs the same rows on each"

@@ -42,6 +42,10 @@ RANGES: dict[str, tuple[float, float, str, str, str]] = {
 }
 LR_7B = (2e-7, 1e-6)  # the learning-rate advice is for 7B models
 BIG_MODEL = 3_000_000_000  # parameters from which the 7B learning-rate range is a fair guide
+# LoRA for GRPO: rank 1 to 32 on every linear layer matched full fine-tuning at about 10x its learning rate
+LORA_SOURCE = "LoRA Without Regret, Schulman et al. 2025, reproduced for GRPO in TRL's lora_without_regret guide"
+LORA_LR_FACTOR = 10
+LORA_RL_RANKS = (1, 32)
 
 
 def _far(value: float, low: float, high: float) -> str | None:
@@ -52,9 +56,15 @@ def _far(value: float, low: float, high: float) -> str | None:
     return None
 
 
-def check(get: Callable[[str], object], params: int | None = None, preset: frozenset[str] | set[str] = frozenset()) -> list[str]:
+def check(
+    get: Callable[[str], object],
+    params: int | None = None,
+    preset: frozenset[str] | set[str] = frozenset(),
+    lora: bool = False,
+) -> list[str]:
     """One line per effective value far outside its usual range. ``get(key)`` gives a training value, ``params``
-    the model's parameter count where known, ``preset`` the keys an ``algorithm:`` preset set."""
+    the model's parameter count where known, ``preset`` the keys an ``algorithm:`` preset set, ``lora`` whether
+    only adapters train (their learning rate is ``LORA_LR_FACTOR`` times full fine-tuning's)."""
     lines = []
     for key, (low, high, what, below, above) in RANGES.items():
         value = get(key)
@@ -66,10 +76,35 @@ def check(get: Callable[[str], object], params: int | None = None, preset: froze
             lines.append(f"training.{key}={value:g} is far {side} the usual {low:g}-{high:g} {what}; {why}")
     lr = get("learning_rate")
     if isinstance(lr, (int, float)):
-        side = _far(lr, *LR_7B)
+        low, high = (x * LORA_LR_FACTOR for x in LR_7B) if lora else LR_7B
+        side = _far(lr, low, high)
         if side == "below" or (side == "above" and params is not None and params >= BIG_MODEL):
+            what = f"for LoRA on a 7B model ({LORA_LR_FACTOR}x full fine-tuning's: {LORA_SOURCE})" if lora else "for a 7B model"
             lines.append(
-                f"training.learning_rate={lr:g} is far {side} the usual {LR_7B[0]:g}-{LR_7B[1]:g} for a 7B model; "
+                f"training.learning_rate={lr:g} is far {side} the usual {low:g}-{high:g} {what}; "
                 + ("tune it first: too small and nothing moves" if side == "below" else "lower it if the KL or the loss blows up")
             )
+    return lines
+
+
+def lora(rank: int, targeted: int | None = None, linear: int | None = None) -> list[str]:
+    """One line per LoRA setting that the GRPO evidence advises against: adapters on only ``targeted`` of the
+    model's ``linear`` layers (where the model's shape is known), or a rank above ``LORA_RL_RANKS``.
+
+    >>> lora(16, 7 * 30, 7 * 30)
+    []
+    >>> lora(64, 60, 210)[0][:62]
+    'model.lora.target_modules wraps 60 of the 210 linear layers; L'
+    """
+    lines = []
+    if targeted is not None and linear is not None and targeted < linear:
+        lines.append(
+            f"model.lora.target_modules wraps {targeted} of the {linear} linear layers; LoRA on all of them "
+            f"(target_modules: all-linear) learns more than attention-only LoRA at any rank ({LORA_SOURCE})"
+        )
+    if rank > LORA_RL_RANKS[1]:
+        lines.append(
+            f"model.lora.r={rank}: GRPO needs little adapter capacity; ranks {LORA_RL_RANKS[0]}-{LORA_RL_RANKS[1]} "
+            f"matched full fine-tuning, rank 1 on all linear layers at {LORA_LR_FACTOR}x its learning rate ({LORA_SOURCE})"
+        )
     return lines

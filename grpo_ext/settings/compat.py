@@ -215,6 +215,24 @@ def from_pretrained_takes_dtype(v: Version | None = None) -> bool:
     return (v or transformers_version()) >= Version("4.56")
 
 
+def uses_liger(training: dict) -> bool:
+    """Whether the recipe asks for Liger (under either of the flag's names)."""
+    return bool(training.get("use_liger_loss") or training.get("use_liger_kernel"))
+
+
+def logprob_path(liger: bool, v: Version | None = None) -> str:
+    """How the installed TRL's loss gets the completion tokens' log-probabilities, which decides the memory
+    the logits take: 'full' (the logits of every completion token at once), 'liger' (before TRL 1.13 with the
+    Liger flag: Liger's fused linear GRPO loss, one sequence's logits at a time) or 'tiles' (TRL's chunked
+    projection, 4096 tokens by 32768 vocabulary entries at a time: always from TRL 1.15, with the Liger flag in
+    1.13 and 1.14). Read in TRL's ``grpo_trainer.py`` of 1.12, 1.13, 1.14 and 1.15."""
+    if trl_at_least("1.15", v):
+        return "tiles"
+    if liger:
+        return "tiles" if trl_at_least("1.13", v) else "liger"
+    return "full"
+
+
 def has_key(key: str, installed: Version | None = None, present: set[str] | None = None) -> bool:
     """Whether the installed GRPOConfig has ``key``: from its real fields when given (at run time), else
     from the version rule of a key TRL added, else from the field table."""

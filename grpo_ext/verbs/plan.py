@@ -12,19 +12,21 @@ from grpo_ext.core.text import suggest
 from grpo_ext.recipe import apply_overrides, load, locate, read_yaml, validate
 from grpo_ext.run import gpu_share, memory
 from grpo_ext.run.gpu_share import Launch
-from grpo_ext.settings import advice, compat, shapes, variants
+from grpo_ext.settings import adapters, advice, compat, shapes, variants
 
 
 def vllm_advice(recipe, shape: memory.Shape, prompt_len: int, rows, launch: Launch) -> tuple[float | None, str, bool] | None:
     """For colocated vLLM on a GPU of known size: (the utilization to use, or None when nothing fits; why;
     whether the recipe's utilization leaves vLLM less than it needs)."""
-    given = [n for name, n, _ in rows if name == "vLLM (colocate)"]
-    if not launch.gpu_memory or not given:
+    if not launch.gpu_memory or not any(name == "vLLM (colocate)" for name, _, _ in rows):
         return None
-    trainer = memory.total(r for r in rows if r[0] != "vLLM (colocate)")
-    need = memory.total(memory.estimate(recipe, shape, prompt_len, "cuda", Launch(launch.gpus, launch.sharding))) - trainer
+    asleep = compat.effective(recipe["training"], "vllm_enable_sleep_mode")
+    # what the trainer holds while vLLM generates: everything, or with sleep mode all but the step's activations
+    trainer = memory.total(r for r in rows if r[0] != "vLLM (colocate)" and not (asleep and r[0] == "activations"))
+    need = memory.vllm_engine_need(recipe, shape, prompt_len)
     value, why = gpu_share.utilization_advice(launch.gpu_memory, trainer, need)
-    return value, why, given[0] < need
+    util = compat.effective(recipe["training"], "vllm_gpu_memory_utilization")
+    return value, why, util * launch.gpu_memory < need
 
 
 def alternatives(recipe, device: str, params: int) -> list[list[str]]:
@@ -35,10 +37,18 @@ def alternatives(recipe, device: str, params: int) -> list[list[str]]:
         return memory.setting(recipe, key, device, params)
 
     options = []
-    if model["lora"] in (None, False):
-        options.append(["model.lora=true"])
+    full = model["lora"] in (None, False)
+    # adapters take about 10x full fine-tuning's learning rate (advice.LORA_SOURCE)
+    lr = get("learning_rate")
+    lora = ["model.lora=true", f"training.learning_rate={lr * advice.LORA_LR_FACTOR:g}"] if full else []
+    if full:
+        options.append(lora)
     if not model["quantization"]:
-        options.append(["model.lora=true" if model["lora"] in (None, False) else None, "model.quantization=4bit"])
+        options.append([*lora, "model.quantization=4bit"])
+    if device == "cuda" and memory.path_of(recipe) == "full":
+        options.append(["training.use_liger_loss=true"])
+    if get("use_vllm") and get("vllm_mode") == "colocate" and not get("vllm_enable_sleep_mode"):
+        options.append(["training.vllm_enable_sleep_mode=true"])
     if not get("gradient_checkpointing"):
         options.append(["training.gradient_checkpointing=true"])
     g, batch, accum = get("num_generations"), get("per_device_train_batch_size"), get("gradient_accumulation_steps")
@@ -102,17 +112,27 @@ def plan(
         if vllm[2]:
             print("vllm_gpu_memory_utilization: the recipe's value leaves vLLM less than it needs for one step's generations")
     preset = variants.preset_keys(recipe.origins)
-    for line in advice.check(lambda key: compat.effective(recipe["training"], key), shape.params, preset):
+    lora = adapters.lora_settings(recipe["model"])
+    lines = advice.check(lambda key: compat.effective(recipe["training"], key), shape.params, preset, lora=bool(lora))
+    if lora:
+        lines += advice.lora(lora["r"], len(memory.lora_targets(shape, lora)), len(shape.linear_names))
+    for line in lines:
         print(f"advice: {line}")
     if budget is None:
         return None
     if peak <= budget and not (vllm and vllm[2]):
         print(f"fits in {memory.fmt_bytes(budget)} ({memory.fmt_bytes(budget - peak)} to spare)")
         return True
-    print(
-        f"does not fit in {memory.fmt_bytes(budget)} (over by {memory.fmt_bytes(peak - budget)}); "
-        "each change below, alone, would give:"
-    )
+    if peak <= budget:
+        print(
+            f"does not fit: the total fits in {memory.fmt_bytes(budget)}, but vLLM's share is too small for one "
+            "step's generations; each change below, alone, would give:"
+        )
+    else:
+        print(
+            f"does not fit in {memory.fmt_bytes(budget)} (over by {memory.fmt_bytes(peak - budget)}); "
+            "each change below, alone, would give:"
+        )
     doc = apply_overrides(read_yaml(locate(ref)), overrides)
     options = alternatives(recipe, device, shape.params)
     if vllm and vllm[0] is not None:

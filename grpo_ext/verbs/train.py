@@ -200,7 +200,9 @@ def dry_run(recipe: Recipe) -> None:
     for note in notes + adapters.missing_packages(recipe["model"]):
         print(f"note: {note}")
     preset = variants.preset_keys(recipe.origins)
-    for line in advice.check(lambda key: compat.effective(recipe["training"], key), preset=preset):
+    lora = adapters.lora_settings(recipe["model"])
+    lines = advice.check(lambda key: compat.effective(recipe["training"], key), preset=preset, lora=bool(lora))
+    for line in lines + (advice.lora(lora["r"]) if lora else []):
         print(f"advice: {line}")
 
 

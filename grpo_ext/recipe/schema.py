@@ -181,6 +181,14 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             True,
             doc="leave rows whose advantage is exactly 0 out of the loss's forward and backward (same gradient, less work)",
         ),
+        "dynamic_sampling": Spec(
+            ("bool", "null"),
+            None,
+            doc="replace groups whose rewards have no spread by groups for new prompts (DAPO); null: on with algorithm: dapo",
+        ),
+        "max_extra_rounds": Spec(
+            ("int",), 2, minimum=1, doc="with dynamic_sampling: the most extra generation rounds per generation batch"
+        ),
     },
     "reward": {
         "name": Spec(("str",), required=True, doc="registry name, module:function, file.py:function or entry point"),
@@ -208,7 +216,9 @@ TOP_LEVEL: dict[str, Spec] = {
     "health": Spec(("dict",), {}, doc="the reward pre-flight and the training watchdog's thresholds"),
     "explore": Spec(("dict",), {}, doc="an end-of-reply boost for the first training steps"),
     "logging": Spec(("dict",), {}, doc="what the run directory logs beside metrics.jsonl: the completions sampled in training"),
-    "groups": Spec(("dict",), {}, doc="what a step does with its groups: leave zero-advantage rows out of the loss"),
+    "groups": Spec(
+        ("dict",), {}, doc="what a step does with its groups: zero-advantage rows out of the loss, flat groups replaced"
+    ),
     "output_dir": Spec(("str",), required=True, doc="the run directory, relative to the working directory"),
     "seed": Spec(("int",), 0, minimum=0, maximum=2**32 - 1, doc="random seed"),  # the seeds numpy (and so TRL's set_seed) takes
     "resume": Spec(

@@ -428,6 +428,8 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         return _check_section(top[name], SCHEMA[name], name, problems) if name in top else None
 
     sections = {name: section(name) for name in SECTIONS}
+    if sections["groups"] is not None and sections["groups"].get("dynamic_sampling", False) is None:
+        sections["groups"]["dynamic_sampling"] = top.get("algorithm") == "dapo"  # DAPO's own, the preset turns it on
     model, data, evaluation, explore = sections["model"], sections["data"], sections["eval"], sections["explore"]
     entries = _check_rewards(top["rewards"], base_dir, problems) if "rewards" in top else []
     training = dict(top["training"]) if "training" in top else None

@@ -25,6 +25,10 @@ def step_stats(record: dict, each_reward: bool = True) -> str:
         parts.append(f"kl {record['kl']:.4f}")
     if isinstance(record.get("completions/mean_length"), float):
         parts.append(f"len {record['completions/mean_length']:.1f}")
+    if isinstance(record.get("groups/dropped"), (int, float)) and record["groups/dropped"] > 0:
+        parts.append(
+            f"dropped {record['groups/dropped']:.0%} (+{record.get('groups/extra_seconds', 0):.0f} s)"
+        )  # flat groups resampled
     if isinstance(record.get("skipped_rows"), (int, float)) and record["skipped_rows"] > 0:
         parts.append(f"skipped {record['skipped_rows']:.0%}")  # rows left out of the loss: zero advantage
     return "  ".join(parts)

@@ -9,7 +9,7 @@ import inspect
 
 from grpo_ext.core.errors import RunError
 from grpo_ext.recipe import Recipe
-from grpo_ext.run import skipping
+from grpo_ext.run import dynamic, skipping
 from grpo_ext.settings import compat
 
 
@@ -53,17 +53,20 @@ def fit_prompt_limit(args, longest: int) -> None:
         args.max_prompt_length = longest
 
 
-def trainer_class(skip_zero_advantage: bool = True):
-    """GRPOTrainer, or with ``skip_zero_advantage`` a subclass whose loss leaves out rows that cannot move the
-    weights (``run/skipping.py``), logging the share it left out as ``skipped_rows``."""
+def trainer_class(skip_zero_advantage: bool = True, dynamic_sampling: int | None = None):
+    """GRPOTrainer, or a subclass that does what the recipe's ``groups`` section asks: with ``skip_zero_advantage``
+    its loss leaves out rows that cannot move the weights (``run/skipping.py``), logging the share it left out as
+    ``skipped_rows``; with ``dynamic_sampling`` (the most extra generation rounds per batch) it replaces groups
+    without reward spread by groups for new prompts (``run/dynamic.py``), logging ``groups/*``."""
+    import torch
     from trl import GRPOTrainer
 
-    if not skip_zero_advantage:
+    if not skip_zero_advantage and dynamic_sampling is None:
         return GRPOTrainer
 
     class Trainer(GRPOTrainer):
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
-            if return_outputs or not self.model.training:
+            if not skip_zero_advantage or return_outputs or not self.model.training:
                 return super().compute_loss(model, inputs, return_outputs, num_items_in_batch)
             if not hasattr(self, "_grpo_ext_blocker"):  # decided once: the settings do not change within a run
                 self._grpo_ext_blocker = skipping.blocker(self)
@@ -78,14 +81,54 @@ def trainer_class(skip_zero_advantage: bool = True):
             factor = skipping.scale(self.loss_type, inputs, keep)
             return super().compute_loss(model, skipping.subset(inputs, keep), return_outputs, num_items_in_batch) * factor
 
+        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+            scores = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+            self._grpo_ext_scores = scores  # every process's rows, as TRL scores them; read by the refill below
+            return scores
+
+        def _generate_and_score_completions(self, inputs):
+            batch = super()._generate_and_score_completions(inputs)
+            if dynamic_sampling is None or not self.model.training or dynamic.blocker(self, batch):
+                return batch
+            group = self.num_generations
+            if not hasattr(self, "_grpo_ext_draws"):  # its own stream: the training data order stays as it was
+                self._grpo_ext_draws = torch.Generator().manual_seed(self.args.seed + 1)
+
+            def more(groups: int):
+                picks = torch.randint(len(self.train_dataset), (groups,), generator=self._grpo_ext_draws).tolist()
+                rows = [dict(self.train_dataset[i]) for i in picks for _ in range(group)]
+                new = super(Trainer, self)._generate_and_score_completions(rows)
+                return new, dynamic.flat_groups(self._grpo_ext_scores, group)
+
+            flat = dynamic.flat_groups(self._grpo_ext_scores, group)
+            if not bool(flat.any()):
+                stats = {"groups/dropped": 0.0, "groups/extra_rounds": 0.0, "groups/extra_seconds": 0.0, "groups/flat_kept": 0.0}
+            else:
+                pad = self.processing_class.pad_token_id if hasattr(self, "processing_class") else self.tokenizer.pad_token_id
+                batch, stats = dynamic.refill(batch, flat, group, more, dynamic_sampling, pad)
+            for key, value in stats.items():
+                self._metrics["train"][key].append(value)
+            return batch
+
     return Trainer
 
 
-def make_trainer(*, model, reward_funcs, args, train_dataset, tokenizer, callbacks=None, skip_zero_advantage=True, **features):
+def make_trainer(
+    *,
+    model,
+    reward_funcs,
+    args,
+    train_dataset,
+    tokenizer,
+    callbacks=None,
+    skip_zero_advantage=True,
+    dynamic_sampling=None,
+    **features,
+):
     """Build the trainer (``trainer_class``) with keywords only. The tokenizer goes to ``processing_class`` or
     ``tokenizer``, whichever the signature has; optional features (peft_config, quantization_config, ...) are
     passed only when set, and one this TRL does not take is refused in one line."""
-    GRPOTrainer = trainer_class(skip_zero_advantage)
+    GRPOTrainer = trainer_class(skip_zero_advantage, dynamic_sampling)
 
     params = inspect.signature(GRPOTrainer.__init__).parameters
     kwargs = {"model": model, "reward_funcs": reward_funcs, "args": args, "train_dataset": train_dataset, "callbacks": callbacks}

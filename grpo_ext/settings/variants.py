@@ -63,10 +63,11 @@ VARIANTS: dict[str, Variant] = {
             "epsilon_high": (0.28, "clip-higher: a wider upper bound keeps low-probability tokens rising (entropy)"),
             "mask_truncated_completions": (True, "overlong filtering: completions cut at max_completion_length get no loss"),
         },
-        missing=(
-            "dynamic sampling (re-sampling groups whose rewards have zero spread) is in no TRL version; such groups "
-            "give zero advantage and no gradient. Overlong reward shaping: add the overlong_penalty reward"
-        ),
+        missing="overlong reward shaping is a reward, not a setting: add the overlong_penalty reward",
+        notes=[
+            "dynamic sampling (groups whose rewards have zero spread replaced by new prompts' groups) is in no TRL "
+            "version; grpo_ext does it, on with this preset (groups.dynamic_sampling, groups.max_extra_rounds)"
+        ],
     ),
     "gspo": Variant(
         "sequence-level importance ratio (length-normalised), clipped at the sequence level",

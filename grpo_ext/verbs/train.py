@@ -26,7 +26,7 @@ from grpo_ext.core.yaml_io import load_yaml
 from grpo_ext.recipe import Recipe, changed_keys, load
 from grpo_ext.results import preflight, report, scoring, watchdog
 from grpo_ext.rewards import guard
-from grpo_ext.run import completions, data, explore, hardware, launch, models, progress, rundir, skipping, trainer
+from grpo_ext.run import completions, data, dynamic, explore, hardware, launch, models, progress, rundir, skipping, trainer
 from grpo_ext.settings import adapters, advice, compat, datafiles, generators, mixture, model_names, variants
 
 
@@ -307,6 +307,7 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         peft_config=models.lora_config(recipe["model"]),
         callbacks=own + list(callbacks or []),
         skip_zero_advantage=recipe["groups"]["skip_zero_advantage"],
+        dynamic_sampling=recipe["groups"]["max_extra_rounds"] if recipe["groups"]["dynamic_sampling"] else None,
     )
     if recipe["groups"]["skip_zero_advantage"]:
         why = skipping.blocker(grpo)
@@ -314,6 +315,14 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
             "groups: every row kept in the loss (" + why + ")"
             if why
             else "groups: rows with zero advantage are left out of the loss's forward and backward (the gradient is the same)"
+        )
+    if recipe["groups"]["dynamic_sampling"]:
+        why = dynamic.blocker(grpo)
+        rounds = recipe["groups"]["max_extra_rounds"]
+        log(
+            "groups: every group kept as drawn (" + why + ")"
+            if why
+            else f"groups: groups without reward spread are replaced by new prompts' (up to {rounds} extra rounds a batch)"
         )
     if args.disable_tqdm:
         grpo.remove_callback(PrinterCallback)  # our own progress line replaces the raw log dicts

@@ -1,0 +1,155 @@
+"""Dynamic sampling (DAPO, Yu et al. 2025): a generation batch trains only on groups whose rewards have spread.
+
+A group in which every reward gives every completion the same score has zero advantage: it costs generation and
+the loss's passes and teaches nothing. With ``groups.dynamic_sampling`` such groups are dropped after scoring, and
+groups for prompts drawn afresh from the training set take their place, generated and scored the same way, for at
+most ``groups.max_extra_rounds`` extra rounds per generation batch. The batch then has as many groups as before,
+all informative; when the rounds run out first, dropped groups fill what is left with their advantages set to
+exactly zero, so they still move nothing (and row skipping leaves them out of the loss).
+
+Each extra round scores its groups on their own, as TRL scores a generation batch: a group's advantage is its
+rewards against its own mean, so joining groups from two rounds changes no kept group's advantage (with
+``scale_rewards: batch`` each round's spread scales its own groups). ``num_items_in_batch``, the token count the
+``dapo``, ``cispo`` and ``vespo`` losses divide by, is counted again on the joined batch.
+
+One process only: with several, TRL scores the groups of every process together and each keeps a slice, which a
+per-process refill would break; the run says so in its groups line and keeps every group.
+"""
+
+import time
+
+PROMPT_SIDE = ("prompt_ids", "prompt_mask")  # left-padded; every other token-aligned tensor is right-padded
+
+
+def flat_groups(rewards_per_func, group: int):
+    """One bool per group: every reward gave every completion of the group the same score (None scores, NaN,
+    count as the same).
+
+    >>> import torch
+    >>> flat_groups(torch.tensor([[1.0], [1.0], [0.0], [1.0]]), 2).tolist()
+    [True, False]
+    """
+    r = rewards_per_func.view(-1, group, rewards_per_func.size(1))
+    first = r[:, :1]
+    same = (r == first) | (r.isnan() & first.isnan())
+    return same.all(dim=2).all(dim=1)
+
+
+IMAGES = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "image_sizes", "num_images")
+
+
+def blocker(trainer, batch: dict | None = None) -> str | None:
+    """Why this trainer's generation batches must stay as TRL drew them (a short reason), or None."""
+    if trainer.accelerator.num_processes > 1:
+        return "several processes: TRL scores every process's groups together and each keeps a slice"
+    data = trainer.train_dataset
+    if not (hasattr(data, "__getitem__") and hasattr(data, "__len__")):
+        return "a streamed training set: new prompts cannot be drawn from it"
+    if batch is not None and any(batch.get(key) is not None for key in IMAGES):
+        return "images: their tensors are not joined"
+    return None
+
+
+def _rows(batch: dict) -> int:
+    return batch["completion_ids"].size(0)
+
+
+def take(batch: dict, rows) -> dict:
+    """The batch restricted to ``rows`` (indices): every tensor or list with one entry per row is indexed."""
+    import torch
+
+    n = _rows(batch)
+    out = {}
+    for key, value in batch.items():
+        if isinstance(value, torch.Tensor) and value.dim() > 0 and value.size(0) == n:
+            out[key] = value[rows.to(value.device)]
+        elif isinstance(value, list) and len(value) == n:
+            out[key] = [value[i] for i in rows.tolist()]
+        else:
+            out[key] = value
+    return out
+
+
+def _pad(t, width: int, left: bool, value):
+    import torch  # torch at call time: this module is imported before a run loads it
+
+    extra = width - t.size(1)
+    if extra == 0:
+        return t
+    pad = torch.full((t.size(0), extra, *t.shape[2:]), value, dtype=t.dtype, device=t.device)
+    return torch.cat([pad, t] if left else [t, pad], dim=1)
+
+
+def join(parts: list[dict], pad_id: int) -> dict:
+    """One batch of the parts' rows in order: per-row tensors padded to the widest part (prompts on the left,
+    completions on the right) and joined; ``num_items_in_batch`` counted again."""
+    import torch
+
+    out = {}
+    for key, value in parts[0].items():
+        n = _rows(parts[0])
+        if isinstance(value, torch.Tensor) and value.dim() > 0 and value.size(0) == n:
+            tensors = [p[key] for p in parts]
+            if value.dim() > 1:
+                width = max(t.size(1) for t in tensors)
+                fill = pad_id if key.endswith("_ids") else 0
+                tensors = [_pad(t, width, key in PROMPT_SIDE, fill) for t in tensors]
+            out[key] = torch.cat(tensors, dim=0)
+        elif isinstance(value, list) and len(value) == n:
+            out[key] = [x for p in parts for x in p[key]]
+        else:
+            out[key] = value
+    if "num_items_in_batch" in out:
+        mask = out["completion_mask"] if out.get("tool_mask") is None else out["completion_mask"] * out["tool_mask"]
+        old = out["num_items_in_batch"]
+        out["num_items_in_batch"] = mask.sum().to(old.dtype) if isinstance(old, torch.Tensor) else int(mask.sum())
+    return out
+
+
+def refill(batch: dict, flat, group: int, more, max_rounds: int, pad_id: int) -> tuple[dict, dict]:
+    """The batch with its flat groups replaced by informative groups from up to ``max_rounds`` calls of
+    ``more(groups)``, which returns (a scored batch of that many new groups, its flat groups). Returns the batch and
+    what happened: the share of groups dropped, extra rounds, their seconds, and the share filled with flat groups."""
+    import torch
+
+    groups = flat.numel()
+    informative = [take(batch, _group_rows(torch.nonzero(~flat).flatten(), group))] if bool((~flat).any()) else []
+    have = int((~flat).sum())
+    spare = take(batch, _group_rows(torch.nonzero(flat).flatten(), group))
+    rounds, start = 0, time.perf_counter()
+    while have < groups and rounds < max_rounds:
+        rounds += 1
+        new, new_flat = more(to_draw(groups - have, float(flat.float().mean()), groups))
+        keep = torch.nonzero(~new_flat).flatten()[: groups - have]
+        if keep.numel():
+            informative.append(take(new, _group_rows(keep, group)))
+            have += keep.numel()
+    filled = groups - have
+    if filled:
+        padding = take(spare, torch.arange(filled * group))
+        padding["advantages"] = torch.zeros_like(padding["advantages"])  # flat: nothing to learn, exactly
+        informative.append(padding)
+    stats = {
+        "groups/dropped": float(flat.float().mean()),
+        "groups/extra_rounds": float(rounds),
+        "groups/extra_seconds": time.perf_counter() - start if rounds else 0.0,
+        "groups/flat_kept": filled / groups,
+    }
+    return join(informative, pad_id), stats
+
+
+def to_draw(missing: int, flat_share: float, groups: int) -> int:
+    """How many new groups to generate for ``missing`` informative ones, when ``flat_share`` of the batch's were
+    flat: enough that, at that share, they are expected to suffice, and never more than a batch.
+
+    >>> to_draw(2, 0.5, 8), to_draw(3, 0.9, 8), to_draw(1, 0.0, 8)
+    (4, 8, 1)
+    """
+    return min(groups, max(missing, -(-missing * 100 // max(1, round(100 * (1 - flat_share))))))
+
+
+def _group_rows(groups, group: int):
+    """The row indices of the given groups, ``group`` completions each."""
+    import torch
+
+    return (groups.unsqueeze(1) * group + torch.arange(group)).flatten()

@@ -133,6 +133,14 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         ),
         "flat_steps": Spec(("int",), 8, minimum=2, doc="window (steps) for a flat reward and for KL growth"),
         "flat_reward": Spec(("float",), 0.05, minimum=0, doc="the reward's range over flat_steps below which it counts as flat"),
+        # 16 steps, 3 standard errors: the lr=1e-9 digit run (sampling noise alone) has t = 1.8 over its 16 steps, the
+        # slowest solving digit run t = 4.7 (docs/benchmarks/watchdog.md)
+        "trend_steps": Spec(
+            ("int",), 16, minimum=4, doc="window (steps) over which the reward must rise, by its slope, to count as learning"
+        ),
+        "trend_z": Spec(
+            ("float",), 3.0, minimum=0, doc="standard errors the reward's slope must clear above 0 over trend_steps"
+        ),
         "entropy_floor": Spec(("float",), 0.05, minimum=0, doc="mean token entropy (nats) below which exploration has collapsed"),
         "clipped_share": Spec(
             ("float",),

@@ -70,6 +70,22 @@ def _entropy_bonus() -> str:
     return f"; TRL {first} and later also take an entropy bonus (training.entropy_coef)" if first else ""
 
 
+def trend(values: list[float]) -> tuple[float, float]:
+    """The least-squares slope of ``values`` against their index, and its standard error.
+
+    >>> slope, error = trend([0.0, 1.0, 2.0, 3.0])
+    >>> slope, round(error, 9)
+    (1.0, 0.0)
+    """
+    n = len(values)
+    mid = (n - 1) / 2
+    spread = sum((i - mid) ** 2 for i in range(n))
+    mean = statistics.fmean(values)
+    slope = sum((i - mid) * (v - mean) for i, v in enumerate(values)) / spread
+    residual = sum((v - mean - slope * (i - mid)) ** 2 for i, v in enumerate(values))
+    return slope, math.sqrt(residual / (n - 2) / spread)
+
+
 def _zero_spread(record: dict) -> float | None:
     """Share of groups whose rewards have no spread: TRL's ``frac_reward_zero_std``; a TRL that does not log it
     logs ``reward_std`` (the mean spread of the groups), which is 0 only when every group is flat."""
@@ -154,6 +170,7 @@ class Watchdog:
             self._unscored,
             self._no_signal,
             self._flat,
+            self._not_learning,
             self._pinned,
             self._entropy,
             self._kl,
@@ -235,6 +252,30 @@ class Watchdog:
             f"reward flat at {statistics.fmean(rewards):.3f} for {n} steps while {' and '.join(still)} stays flat",
             "the policy is not moving: the reward gives too little signal to this model",
             "change the reward (partial credit) or enlarge the group (num_generations)",
+        )
+
+    def _not_learning(self) -> Finding | None:
+        n = self.limits["trend_steps"]
+        window = self._last(n)
+        if not window or "reward_flat" in self.fired or any(self.solved(r) for r in window):
+            return None
+        rewards = [_num(r, "reward") for r in window]
+        if not _finite(rewards):
+            return None
+        slope, error = trend(rewards)
+        z = self.limits["trend_z"]
+        if slope - z * error > 0:
+            return None
+        return Finding(
+            window[-1]["step"],
+            "not_learning",
+            f"reward not rising over the last {n} steps: slope {slope:+.4f} a step, {z:g} standard errors "
+            f"{slope - z * error:+.4f} to {slope + z * error:+.4f} (reward {statistics.fmean(rewards[: n // 2]):.3f} "
+            f"then {statistics.fmean(rewards[n // 2 :]):.3f})",
+            "the policy is not moving toward the reward: a learning rate too small to move the weights, a reward this "
+            "model rarely reaches, or a run that has stopped improving",
+            "check training.learning_rate (a 135M model takes 1e-5 to 1e-4, a 7B about 1e-6), the pre-flight's share "
+            "of flat groups, and that the reward can be reached; a run that rose before has plateaued",
         )
 
     def _pinned(self) -> Finding | None:

@@ -148,7 +148,9 @@ def test_algorithms_command_lists_every_variant(capsys, monkeypatch):
     assert "sets loss_type='dr_grpo', scale_rewards='none', beta=0.0" in out  # usable on 0.19
     assert "needs trl>=0.26 (installed 0.19.1); would set loss_type='cispo'" in out  # not usable there
     assert cli.main(["algorithms", "dapo"]) == 0
-    assert "note: dynamic sampling (groups whose rewards have zero spread replaced by new prompts' groups) is in no TRL version; grpo_ext does it" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "note: dynamic sampling (groups whose rewards have zero spread replaced by new prompts' groups)" in out
+    assert "is in no TRL version; grpo_ext does it, on with this preset" in out
 
 
 @pytest.mark.parametrize("name", list(variants.VARIANTS))

@@ -28,6 +28,54 @@ FAILING = {"reward": 0.5, "rewards__digit_exact__mean": 0.0, "rewards__digit_sha
 MOVING = {**FAILING, "reward": lambda s: 0.1 * s}  # a reward that is not flat, for the rules that do not read it
 SOLVED = {"reward": 2.0, "rewards__digit_exact__mean": 1.0, "rewards__digit_shaped__mean": 1.0, "loss": 0.0}
 
+# recipes/digit.yaml runs measured on TRL 1.16 (metrics.jsonl): training.learning_rate=1.0e-9, and digit-qlora.yaml
+LR9_REWARD = [0.025, 0.025, 0.083, 0.159, 0.05, 0.038, 0.074, 0.038, 0.083, 0.05, 0.134, 0.132, 0.232, 0.1, 0.062, 0.094]
+LR9_ENTROPY = [2.887, 3.139, 3.003, 3.521, 3.083, 3.588, 3.537, 2.905, 2.804, 3.261, 3.147, 3.076, 3.05, 3.008, 3.633, 3.021]
+LR9_MEANS = {
+    "rewards__digit_exact__mean": [0.0, 0.0, 0.0, 0.062, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.062, 0.0, 0.0, 0.0],
+    "rewards__digit_shaped__mean": [
+        0.025,
+        0.025,
+        0.083,
+        0.096,
+        0.05,
+        0.038,
+        0.074,
+        0.038,
+        0.083,
+        0.05,
+        0.134,
+        0.132,
+        0.17,
+        0.1,
+        0.062,
+        0.094,
+    ],
+}
+QLORA_REWARD = [0.05, 0.1, 0.12, 0.038, 0.129, 0.025, 0.175, 0.095, 0.045, 0.087, 0.192, 0.523, 0.529, 1.144, 1.731, 1.349]
+QLORA_ENTROPY = [3.245, 2.895, 3.0, 2.996, 2.7, 3.292, 2.801, 2.584, 3.19, 3.166, 2.864, 2.377, 2.002, 1.432, 1.677, 1.374]
+QLORA_MEANS = {
+    "rewards__digit_exact__mean": [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.062, 0.0, 0.0, 0.0, 0.0, 0.188, 0.062, 0.438, 0.812, 0.562],
+    "rewards__digit_shaped__mean": [
+        0.05,
+        0.1,
+        0.12,
+        0.038,
+        0.129,
+        0.025,
+        0.113,
+        0.095,
+        0.045,
+        0.088,
+        0.192,
+        0.335,
+        0.466,
+        0.706,
+        0.918,
+        0.787,
+    ],
+}
+
 UNSCORED = {"reward": None, "reward_std": None, "frac_reward_zero_std": 0.0, "rewards__judge__mean": None, "loss": 0.01}
 
 WATCHDOG_CASES = [
@@ -116,6 +164,13 @@ WATCHDOG_CASES = [
     ),
     # loss exactly 0 with groups that have a spread: a note that this is normal, not a warning
     (stream(2, frac_reward_zero_std=0.25, entropy=[3.0, 2.0], **{**FAILING, "loss": [0.1, 0.0]}), [("loss_zero", 2)]),
+    # learning_rate=1e-9 on recipes/digit.yaml (weights that cannot move): the reward wanders 0.025-0.232 by sampling
+    # noise, more than flat_reward, so only its trend says so: slope +0.005 a step, 3 standard errors reach below 0
+    (stream(16, frac_reward_zero_std=0.8, entropy=LR9_ENTROPY, reward=LR9_REWARD, **LR9_MEANS), [("not_learning", 16)]),
+    # the same for 15 steps: shorter than trend_steps, silent
+    (stream(15, frac_reward_zero_std=0.8, entropy=LR9_ENTROPY, reward=LR9_REWARD, **LR9_MEANS), []),
+    # the slowest solving digit run measured (digit-qlora.yaml, seed 42): flat for 10 steps, then rising; silent
+    (stream(16, frac_reward_zero_std=0.5, entropy=QLORA_ENTROPY, reward=QLORA_REWARD, **QLORA_MEANS), []),
     # a learning run (the shape of recipes/digit.yaml seed 0): silent
     (
         stream(

@@ -3,9 +3,10 @@
 A group in which every reward gives every completion the same score has zero advantage: it costs generation and
 the loss's passes and teaches nothing. With ``groups.dynamic_sampling`` such groups are dropped after scoring, and
 groups for prompts drawn afresh from the training set take their place, generated and scored the same way, for at
-most ``groups.max_extra_rounds`` extra rounds per generation batch. The batch then has as many groups as before,
-all informative; when the rounds run out first, dropped groups fill what is left with their advantages set to
-exactly zero, so they still move nothing (and row skipping leaves them out of the loss).
+most ``groups.max_extra_rounds`` extra rounds per generation batch, and no more once a round brings no group with
+spread (the prompts left are all solved, or all failed, alike). The batch then has as many groups as before, all
+informative; when the rounds run out first, dropped groups fill what is left with their advantages set to exactly
+zero, so they still move nothing (and row skipping leaves them out of the loss).
 
 Each extra round scores its groups on their own, as TRL scores a generation batch: a group's advantage is its
 rewards against its own mean, so joining groups from two rounds changes no kept group's advantage (with
@@ -121,9 +122,10 @@ def refill(batch: dict, flat, group: int, more, max_rounds: int, pad_id: int) ->
         rounds += 1
         new, new_flat = more(to_draw(groups - have, float(flat.float().mean()), groups))
         keep = torch.nonzero(~new_flat).flatten()[: groups - have]
-        if keep.numel():
-            informative.append(take(new, _group_rows(keep, group)))
-            have += keep.numel()
+        if not keep.numel():  # a whole round without spread: the prompts left are solved (or hopeless) alike; stop
+            break
+        informative.append(take(new, _group_rows(keep, group)))
+        have += keep.numel()
     filled = groups - have
     if filled:
         padding = take(spare, torch.arange(filled * group))

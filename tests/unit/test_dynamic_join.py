@@ -58,18 +58,18 @@ def test_refill_keeps_informative_groups_and_zeroes_the_filler():
     flat = torch.tensor([True, False])
     asked = []
 
-    def more(groups):  # one new group each round: flat in the first, informative in the second
+    def more(groups):  # every new group flat: the prompts left are solved alike
         asked.append(groups)
         new = scored([[3]] * 2 * groups, [[8]] * 2 * groups, [0.0, 0.0] * groups)
         return new, torch.tensor([True] * groups)
 
     joined, stats = dynamic.refill(batch, flat, 2, more, 2, PAD)
-    assert asked == [2, 2]  # half the batch was flat: two new groups drawn for the one missing, twice
+    assert asked == [2]  # half the batch was flat: two new groups drawn for the one missing; none had spread, so no more
     assert joined["prompt_ids"].flatten().tolist() == [2, 2, 1, 1]  # the informative group first, then the filler
     assert joined["advantages"].tolist() == [1.0, -1.0, 0.0, 0.0]  # the flat filler moves nothing, exactly
     assert stats == {
         "groups/dropped": 0.5,
-        "groups/extra_rounds": 2.0,
+        "groups/extra_rounds": 1.0,
         "groups/extra_seconds": stats["groups/extra_seconds"],
         "groups/flat_kept": 0.5,
     }

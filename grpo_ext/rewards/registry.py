@@ -20,32 +20,21 @@ signature, and builds only the registry's own rewards: a user's factory is calle
 """
 
 import functools
-import importlib
-import importlib.metadata
-import importlib.util
 import inspect
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grpo_ext.core import references
 from grpo_ext.core.errors import RecipeError
-from grpo_ext.core.files import resolve_path
-from grpo_ext.core.text import closest, shown
+from grpo_ext.core.references import is_reference as is_reference  # the cli asks it of a reward name
 
 ENTRY_POINT_GROUP = "grpo_ext.rewards"
 
 RewardFunc = Callable[..., list[float | None]]
 
-# Standard-library modules whose functions run programs, load or run code, or change files and the interpreter
-# (os:system, subprocess:run, shutil:rmtree, builtins:exec, runpy:run_path, ...): never a reward, so a recipe that
-# names one is refused before anything is imported or called. A reward file of your own may still use them.
-SYSTEM_MODULES = frozenset(
-    "_io _posixsubprocess _thread builtins code codeop concurrent ctypes importlib io marshal multiprocessing nt os "
-    "pdb pickle posix pty runpy shelve shutil signal socket subprocess sys threading".split()
-)
-
 REGISTRY: dict[str, Callable[..., RewardFunc]] = {}
+KIND = references.Kind("reward", REGISTRY, ENTRY_POINT_GROUP, "grpo-ext rewards ls")
 
 
 def register(name: str, *, factory: bool = False):
@@ -58,117 +47,19 @@ def register(name: str, *, factory: bool = False):
     def decorate(fn):
         if name in REGISTRY:
             raise ValueError(f"reward {name!r} is registered twice")
-        REGISTRY[name] = fn if factory else _constant_factory(fn)
+        REGISTRY[name] = fn if factory else references.constant_factory(fn)
         return fn
 
     return decorate
 
 
-class _constant_factory:
-    """Factory of a reward that takes no arguments; picklable, keeps the reward's docstring."""
-
-    def __init__(self, fn: RewardFunc):
-        self.fn = fn
-        self.__doc__ = fn.__doc__
-        self.__signature__ = inspect.Signature()
-
-    def __call__(self) -> RewardFunc:
-        return self.fn
-
-
-def is_reference(name: str) -> bool:
-    """True for ``module:function`` and ``file.py:function`` references."""
-    return ":" in name
-
-
-def entry_points() -> dict[str, list[importlib.metadata.EntryPoint]]:
-    """Installed packages' rewards by name; a name two packages register lists both."""
-    found: dict[str, list[importlib.metadata.EntryPoint]] = {}
-    for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP):
-        if all(ep.value != seen.value for seen in found.get(ep.name, [])):
-            found.setdefault(ep.name, []).append(ep)
-    return found
-
-
-def _package(ep: importlib.metadata.EntryPoint) -> str:
-    return ep.dist.name if ep.dist else ep.value
-
-
 def known_names() -> list[str]:
-    return sorted(set(REGISTRY) | set(entry_points()))
-
-
-def refuse_system(name: str, module: str | None) -> None:
-    """LookupError when ``module`` (dotted) is one of SYSTEM_MODULES or inside one; ``name`` is what the recipe wrote."""
-    top = (module or "").partition(".")[0]
-    if top in SYSTEM_MODULES:
-        raise LookupError(
-            f"{shown(name)} comes from {top}, a standard-library module that runs programs or changes the system, "
-            f"not a reward; name a function of your own (file.py:function) or a registry reward (grpo-ext rewards ls)"
-        )
-
-
-def _import_reference(name: str, base_dir: Path) -> object:
-    target, _, attr = name.rpartition(":")
-    if not target or not attr:
-        raise LookupError(f"reward reference {name!r} must look like 'module:function' or 'file.py:function'")
-    if not target.endswith(".py"):
-        refuse_system(name, target)  # before the import: naming such a module runs nothing
-    if target.endswith(".py"):
-        path = resolve_path(target, base_dir)
-        if not path.is_file():
-            raise LookupError(f"reward file {str(path)!r} does not exist; give a path relative to the recipe's folder")
-        module_name = f"grpo_ext_user_rewards.{path.stem}"
-        spec = importlib.util.spec_from_file_location(module_name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:
-            raise LookupError(f"importing reward file {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
-    else:
-        try:
-            module = importlib.import_module(target)
-        except Exception as exc:
-            raise LookupError(f"importing module {target!r} failed: {type(exc).__name__}: {exc}") from exc
-    if not hasattr(module, attr):
-        options = [n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")]
-        hint = closest(attr, options)
-        more = f"; did you mean {hint!r}?" if hint else ""
-        raise LookupError(f"{target!r} has no attribute {attr!r}{more}")
-    obj = getattr(module, attr)
-    refuse_system(name, getattr(obj, "__module__", None))  # a module's own alias of one (mod:system for os.system)
-    return obj
+    return references.known_names(KIND)
 
 
 def find(name: str, base_dir: Path) -> tuple[Callable, bool]:
     """Look a reward up by name. Returns (object, is_factory). Raises LookupError with a one-line reason."""
-    eps = entry_points().get(name, [])
-    if name in REGISTRY:
-        if eps:
-            raise LookupError(
-                f"reward {name!r} is built in, and package {_package(eps[0])} registers the same name "
-                f"({eps[0].value}); rename its entry point in the {ENTRY_POINT_GROUP!r} group"
-            )
-        return REGISTRY[name], True
-    if is_reference(name):
-        return _import_reference(name, base_dir), False
-    if len(eps) > 1:
-        sources = " and ".join(f"{_package(ep)} ({ep.value})" for ep in eps)
-        raise LookupError(f"reward {name!r} is registered by {sources}; uninstall one, or name it as module:function")
-    if eps:
-        refuse_system(name, eps[0].module)
-        try:
-            obj = eps[0].load()
-        except Exception as exc:
-            raise LookupError(
-                f"entry point {name!r} of package {_package(eps[0])} ({eps[0].value}) failed to load: {type(exc).__name__}: {exc}"
-            ) from exc
-        refuse_system(name, getattr(obj, "__module__", None))
-        return obj, False
-    hint = closest(name, known_names())
-    more = f"did you mean {hint!r}?" if hint else "see `grpo-ext rewards ls` for the names"
-    raise LookupError(f"unknown reward {shown(name)}; {more}")
+    return references.find(KIND, name, base_dir)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ LAYERS: dict[str, int] = {
     "testing": 1,  # the tiny local model
     "settings": 2,  # what a recipe's values mean: version tables, batch rules, variants, adapters, model names, ...
     "rewards": 3,  # the reward registry, the built-in rewards and the guard around every reward
+    "tools": 3,  # the tool library and the checks that a tool or an environment is one TRL can use
     "recipe": 4,  # schema, read, overrides, validate, load
     "run": 5,  # hardware, launch, models and their cache, data, trainer, run directory, progress, memory model
     "results": 6,  # scoring, eval statistics, pre-flight, watchdog, report, plots

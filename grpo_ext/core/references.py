@@ -1,0 +1,146 @@
+"""What a recipe names by a string: a registry entry, ``module:function``, ``path/to/file.py:function`` (relative
+to the recipe's folder) or a name an installed package registers as an entry point. Rewards and tools are named
+the same ways; each kind has its own registry, entry-point group and word in messages (``Kind``).
+
+Names from the standard library's process and system modules are refused before anything is imported
+(``SYSTEM_MODULES``): ``os:system`` is never a reward or a tool. A file of your own may still use them.
+"""
+
+import importlib
+import importlib.metadata
+import importlib.util
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from grpo_ext.core.files import resolve_path
+from grpo_ext.core.text import closest, shown
+
+# Standard-library modules whose functions run programs, load or run code, or change files and the interpreter
+# (os:system, subprocess:run, shutil:rmtree, builtins:exec, runpy:run_path, ...).
+SYSTEM_MODULES = frozenset(
+    "_io _posixsubprocess _thread builtins code codeop concurrent ctypes importlib io marshal multiprocessing nt os "
+    "pdb pickle posix pty runpy shelve shutil signal socket subprocess sys threading".split()
+)
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of named thing: its word in messages, its registry (name -> factory), its entry-point group and the
+    command that lists its names."""
+
+    word: str  # "reward", "tool"
+    registry: dict
+    group: str  # entry-point group, "grpo_ext.rewards"
+    listing: str  # "grpo-ext rewards ls"
+
+
+class constant_factory:
+    """Factory of a registry entry that takes no arguments; picklable, keeps the entry's docstring."""
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+        self.__doc__ = fn.__doc__
+        self.__signature__ = inspect.Signature()
+
+    def __call__(self) -> Callable:
+        return self.fn
+
+
+def is_reference(name: str) -> bool:
+    """True for ``module:function`` and ``file.py:function`` references."""
+    return ":" in name
+
+
+def entry_points(kind: Kind) -> dict[str, list[importlib.metadata.EntryPoint]]:
+    """Installed packages' entries of this kind by name; a name two packages register lists both."""
+    found: dict[str, list[importlib.metadata.EntryPoint]] = {}
+    for ep in importlib.metadata.entry_points(group=kind.group):
+        if all(ep.value != seen.value for seen in found.get(ep.name, [])):
+            found.setdefault(ep.name, []).append(ep)
+    return found
+
+
+def _package(ep: importlib.metadata.EntryPoint) -> str:
+    return ep.dist.name if ep.dist else ep.value
+
+
+def known_names(kind: Kind) -> list[str]:
+    return sorted(set(kind.registry) | set(entry_points(kind)))
+
+
+def refuse_system(kind: Kind, name: str, module: str | None) -> None:
+    """LookupError when ``module`` (dotted) is one of SYSTEM_MODULES or inside one; ``name`` is what the recipe wrote."""
+    top = (module or "").partition(".")[0]
+    if top in SYSTEM_MODULES:
+        raise LookupError(
+            f"{shown(name)} comes from {top}, a standard-library module that runs programs or changes the system, "
+            f"not a {kind.word}; name a function of your own (file.py:function) or a registry {kind.word} ({kind.listing})"
+        )
+
+
+def import_reference(kind: Kind, name: str, base_dir: Path) -> object:
+    """The object ``module:function`` or ``file.py:function`` names; LookupError with a one-line reason."""
+    target, _, attr = name.rpartition(":")
+    if not target or not attr:
+        raise LookupError(f"{kind.word} reference {name!r} must look like 'module:function' or 'file.py:function'")
+    if not target.endswith(".py"):
+        refuse_system(kind, name, target)  # before the import: naming such a module runs nothing
+    if target.endswith(".py"):
+        path = resolve_path(target, base_dir)
+        if not path.is_file():
+            raise LookupError(f"{kind.word} file {str(path)!r} does not exist; give a path relative to the recipe's folder")
+        module_name = f"grpo_ext_user_{kind.word}s.{path.stem}"
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            raise LookupError(f"importing {kind.word} file {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
+    else:
+        try:
+            module = importlib.import_module(target)
+        except Exception as exc:
+            raise LookupError(f"importing module {target!r} failed: {type(exc).__name__}: {exc}") from exc
+    if not hasattr(module, attr):
+        options = [n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")]
+        hint = closest(attr, options)
+        more = f"; did you mean {hint!r}?" if hint else ""
+        raise LookupError(f"{target!r} has no attribute {attr!r}{more}")
+    obj = getattr(module, attr)
+    refuse_system(kind, name, getattr(obj, "__module__", None))  # a module's own alias of one (mod:system for os.system)
+    return obj
+
+
+def find(kind: Kind, name: str, base_dir: Path) -> tuple[Callable, bool]:
+    """Look a name up: the registry, a reference, then the entry points. Returns (object, is_registry_factory);
+    raises LookupError with a one-line reason."""
+    eps = entry_points(kind).get(name, [])
+    if name in kind.registry:
+        if eps:
+            raise LookupError(
+                f"{kind.word} {name!r} is built in, and package {_package(eps[0])} registers the same name "
+                f"({eps[0].value}); rename its entry point in the {kind.group!r} group"
+            )
+        return kind.registry[name], True
+    if is_reference(name):
+        return import_reference(kind, name, base_dir), False
+    if len(eps) > 1:
+        sources = " and ".join(f"{_package(ep)} ({ep.value})" for ep in eps)
+        raise LookupError(f"{kind.word} {name!r} is registered by {sources}; uninstall one, or name it as module:function")
+    if eps:
+        refuse_system(kind, name, eps[0].module)
+        try:
+            obj = eps[0].load()
+        except Exception as exc:
+            raise LookupError(
+                f"entry point {name!r} of package {_package(eps[0])} ({eps[0].value}) failed to load: {type(exc).__name__}: {exc}"
+            ) from exc
+        refuse_system(kind, name, getattr(obj, "__module__", None))
+        return obj, False
+    hint = closest(name, known_names(kind))
+    more = f"did you mean {hint!r}?" if hint else f"see `{kind.listing}` for the names"
+    raise LookupError(f"unknown {kind.word} {shown(name)}; {more}")

@@ -1,0 +1,24 @@
+"""Layer 3, tools: functions the model may call while it generates, the library of shipped ones (``library.py``) and
+the checks that a tool or an environment is one TRL can use (``checks.py``). Imports ``core``.
+
+A tool is a plain Python function that GRPOTrainer (``tools=[...]``, TRL 1.x with transformers 5) shows the model in
+the chat template and runs when the model calls it: its name is what the model calls, its type hints and its
+Google-style docstring (a description, then ``Args:`` with a line per argument) are the JSON schema the model reads,
+and whatever it returns is sent back to the model as text. An environment is a class whose instances TRL builds, one
+per rollout, through ``environment_factory``: ``reset(**row)`` before each rollout, and each other public method a
+tool of that rollout.
+
+How a recipe names a tool:
+
+- a library name: ``calculator``, ``lookup`` (args: ``path``), ``search`` (args: ``folder``, ``k``);
+- ``package.module:function``: an importable module;
+- ``path/to/file.py:function``: a file, relative to the recipe's folder;
+- a name that an installed package registers in the ``grpo_ext.tools`` entry-point group.
+
+With ``args``, the named object is a factory, called with them to build the tool; without, it is the tool.
+"""
+
+from grpo_ext.tools.checks import check_environment, check_names, check_tool
+from grpo_ext.tools.library import REGISTRY, calculator, find, lookup_table, search_folder
+
+__all__ = ["REGISTRY", "calculator", "check_environment", "check_names", "check_tool", "find", "lookup_table", "search_folder"]

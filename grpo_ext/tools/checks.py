@@ -1,0 +1,205 @@
+"""Whether TRL can use a tool or an environment: every problem at once, each one line naming where it is and the fix.
+
+TRL (GRPOTrainer, 1.x) hands its tools to the chat template, where transformers' ``get_json_schema`` turns each
+into the schema the model reads, and runs a call as ``tool(**arguments)`` with what the model wrote. That fails, at
+the first prompt of a run, on a tool that is not a function or a method, an argument without a type hint or without
+a line in the docstring's ``Args:``, a type hint JSON schema cannot state, or no docstring; and a call cannot reach
+``*args``, ``**kwargs`` or a positional-only argument. These checks find all of them before a run starts.
+
+They read signatures, type hints and docstrings themselves instead of calling ``get_json_schema``: with torch
+installed, that function imports torch to map ``torch.Tensor`` hints, and a recipe is validated without torch. The
+``Args:`` block is read with transformers' own parser, so that what passes here is what the chat template reads.
+"""
+
+import enum
+import inspect
+import types
+import typing
+
+from grpo_ext.core.text import shown
+
+# The hints transformers can write as JSON schema; list, tuple, dict, unions, Literal and Enum are read by _describable.
+_BASIC = (int, float, str, bool, type(None), typing.Any, list, tuple, dict)
+_SCALARS = (int, float, str, bool, type(None))  # what a Literal or an Enum may hold
+# TRL calls these on an environment itself; every other public method is a tool
+_ENVIRONMENT_OWN = ("reset", "get_reward")
+
+
+def check_tool(fn: object, where: str) -> list[str]:
+    """Every reason TRL would fail on ``fn`` as a tool, one line each, starting with ``where`` (``tools[0]``).
+
+    >>> def shout(text: str) -> str:
+    ...     '''Say it louder.
+    ...
+    ...     Args:
+    ...         text: What to say.
+    ...     '''
+    ...     return text.upper()
+    >>> check_tool(shout, "tools[0]")
+    []
+    >>> check_tool(lambda text: text, "tools[1]")
+    ['tools[1]: a lambda has no name the model can call; write it as a def with a docstring']
+    """
+    return _problems(fn, where, receiver=False)
+
+
+def _problems(fn: object, where: str, receiver: bool) -> list[str]:
+    """``check_tool``; with ``receiver``, ``fn`` is a function on a class and its first argument the instance."""
+    if not callable(fn):
+        return [f"{where}: {shown(fn)} is not a function but {_a(fn)}; name a function (def)"]
+    if not (inspect.isfunction(fn) or inspect.ismethod(fn)):
+        return [
+            f"{where}: {shown(fn)} is {_a(fn)}; transformers shows the model only functions and methods "
+            "as tools (not functools.partial, nor an object with __call__), so wrap it in a def"
+        ]
+    name = fn.__name__
+    if name == "<lambda>":
+        return [f"{where}: a lambda has no name the model can call; write it as a def with a docstring"]
+    problems = []
+    doc = inspect.getdoc(fn)
+    if not doc:
+        problems.append(f"{where}: {name} has no docstring; write what it does, then Args: with a line for each argument")
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception as exc:  # a hint naming what its module does not define, or not a type at all
+        return [*problems, f"{where}: the type hints of {name} do not resolve ({type(exc).__name__}: {exc}); fix them"]
+    params = list(inspect.signature(fn).parameters.values())[1 if receiver else 0 :]
+    documented = _documented(doc) if doc else None
+    for p in params:
+        if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+            stars = "*" if p.kind is p.VAR_POSITIONAL else "**"
+            problems.append(f"{where}: {name} takes {stars}{p.name}, which a tool call cannot fill; name each argument")
+            continue
+        if p.kind is p.POSITIONAL_ONLY:
+            problems.append(f"{where}: argument {p.name!r} of {name} is positional-only; TRL passes arguments by name")
+        if p.name not in hints:
+            problems.append(
+                f"{where}: argument {p.name!r} of {name} has no type hint; write {p.name}: str (or int, float, bool, ...)"
+            )
+        elif not _describable(hints[p.name]):
+            problems.append(
+                f"{where}: argument {p.name!r} of {name} is typed {_hint_text(hints[p.name])}, which JSON schema cannot "
+                "state; use str, int, float, bool, list, dict, a Literal, an Enum or a union of those"
+            )
+        if documented is not None and p.name not in documented:
+            problems.append(f"{where}: argument {p.name!r} of {name} has no line in its docstring's Args:; add '{p.name}: ...'")
+    if "return" not in hints:
+        problems.append(f"{where}: {name} has no return type hint; write -> str (the model reads the result as text)")
+    return problems
+
+
+def _a(value: object) -> str:
+    """``an int``, ``a functools.partial``: what a value is, for a message."""
+    kind = (
+        type(value).__qualname__
+        if type(value).__module__ == "builtins"
+        else f"{type(value).__module__}.{type(value).__qualname__}"
+    )
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+
+
+def _documented(doc: str) -> set[str]:
+    """The argument names that ``doc``'s ``Args:`` block describes, read as transformers reads them."""
+    from transformers.utils.chat_template_utils import parse_google_format_docstring  # not torch, but not light
+
+    return set(parse_google_format_docstring(doc)[1] or ())
+
+
+def _describable(hint: object) -> bool:
+    """Whether transformers can write ``hint`` as JSON schema (its rules for argument hints, read without torch)."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is None:
+        if isinstance(hint, type) and issubclass(hint, enum.Enum):
+            return len(hint) > 0 and all(type(m.value) in _SCALARS for m in hint)
+        return hint in _BASIC
+    if origin in (typing.Union, types.UnionType):
+        return all(_describable(a) for a in args)
+    if origin is typing.Literal:
+        return bool(args) and all(type(a) in _SCALARS for a in args)
+    if origin is list:
+        return not args or _describable(args[0])
+    if origin is tuple:
+        # transformers refuses tuple[X] (one element) and tuple[X, ...]
+        return not args or (len(args) > 1 and ... not in args and all(_describable(a) for a in args))
+    if origin is dict:
+        return len(args) != 2 or _describable(args[1])
+    return False
+
+
+def _hint_text(hint: object) -> str:
+    return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
+
+
+def check_environment(cls: object, where: str, columns: list[str] | None = None) -> list[str]:
+    """Every reason TRL would fail on ``cls`` as an ``environment_factory``: a class with ``reset`` and at least one
+    tool method, each checked as a tool without its ``self``. With ``columns`` (the dataset's), also that ``reset``
+    takes them: TRL calls ``reset(**row)`` before each rollout.
+
+    >>> class Counter:
+    ...     def reset(self, **kwargs):
+    ...         self.n = 0
+    ...
+    ...     def add(self, amount: int) -> str:
+    ...         '''Add to the count and return it.
+    ...
+    ...         Args:
+    ...             amount: How much to add.
+    ...         '''
+    ...         self.n += amount
+    ...         return str(self.n)
+    >>> check_environment(Counter, "environment")
+    []
+    >>> check_environment(type("Empty", (), {}), "environment")  # doctest: +NORMALIZE_WHITESPACE
+    ['environment: Empty has no reset method; TRL calls reset(**row) before each rollout, write def reset(self, **kwargs)',
+     'environment: Empty has no public method besides reset and get_reward, so the model has no tool; add one']
+    """
+    if not inspect.isclass(cls):
+        return [f"{where}: {shown(cls)} is not a class but {_a(cls)}; name the environment's class"]
+    name = cls.__name__
+    # as TRL lists them: functions on the class, so a property is never evaluated and a classmethod is not a tool
+    functions = dict(inspect.getmembers(cls, predicate=inspect.isfunction))
+    problems = []
+    if "reset" not in functions:
+        problems.append(
+            f"{where}: {name} has no reset method; TRL calls reset(**row) before each rollout, write def reset(self, **kwargs)"
+        )
+    elif columns is not None:
+        receiver = () if isinstance(inspect.getattr_static(cls, "reset"), staticmethod) else (None,)
+        try:
+            inspect.signature(functions["reset"]).bind(*receiver, **dict.fromkeys(columns))
+        except TypeError as exc:
+            problems.append(
+                f"{where}: {name}.reset cannot take the dataset's columns ({', '.join(columns)}): {exc}; add **kwargs"
+            )
+    if "get_reward" in functions:
+        extra = [p for p in list(inspect.signature(functions["get_reward"]).parameters.values())[1:] if p.default is p.empty]
+        if extra:
+            problems.append(
+                f"{where}: {name}.get_reward takes {', '.join(p.name for p in extra)}; TRL calls it with nothing, "
+                "once a rollout ends"
+            )
+    tools = [n for n in functions if n not in _ENVIRONMENT_OWN and not n.startswith("_")]
+    if not tools:
+        problems.append(f"{where}: {name} has no public method besides reset and get_reward, so the model has no tool; add one")
+    for tool in tools:
+        static = isinstance(inspect.getattr_static(cls, tool), staticmethod)
+        problems += _problems(functions[tool], f"{where}.{tool}", receiver=not static)
+    return problems
+
+
+def check_names(names: dict[str, str]) -> list[str]:
+    """Tools that share a name, from ``names`` (where -> the name the model calls): TRL keeps one tool of each name
+    and the model cannot tell the others apart, so each name must be used once.
+
+    >>> check_names({"tools[0]": "calculator", "tools[1]": "lookup", "environment.lookup": "lookup"})
+    ["tools[1] and environment.lookup are both named 'lookup'; a tool call reaches only one, so rename them"]
+    """
+    by_name: dict[str, list[str]] = {}
+    for where, name in names.items():
+        by_name.setdefault(name, []).append(where)
+    return [
+        f"{', '.join(places[:-1])} and {places[-1]} are {'both' if len(places) == 2 else 'all'} named {name!r}; "
+        "a tool call reaches only one, so rename them"
+        for name, places in by_name.items()
+        if len(places) > 1
+    ]

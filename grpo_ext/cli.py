@@ -9,6 +9,7 @@
     grpo-ext rewards [ls]                               reward names with their one-line descriptions
     grpo-ext rewards show NAME                          a reward's arguments and documentation
     grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg k=v]   score one completion
+    grpo-ext tools [ls] | tools show NAME               tools a recipe's model may call, and one tool's documentation
     grpo-ext filter RECIPE [--model M] [--k 8] [--keep 0.1:0.9]   keep the training rows a model solves sometimes
     grpo-ext merge RUN_DIR [--out DIR]                  fold a LoRA adapter into its base model
     grpo-ext push RUN_DIR OWNER/NAME [--private] [--revision BRANCH] [--dry-run]   publish final/ on the Hub, with a card
@@ -30,13 +31,14 @@ import sys
 from pathlib import Path
 
 from grpo_ext import rewards
-from grpo_ext.core import catalog
+from grpo_ext.core import catalog, references
 from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import exists, write_atomic
 from grpo_ext.core.text import first_line, suggest
 from grpo_ext.recipe import json_schema, load, parse_override
 from grpo_ext.rewards import registry
 from grpo_ext.settings import compat, shapes, variants
+from grpo_ext.tools import library as tool_library
 from grpo_ext.verbs import doctor, evaluate, merge, plan, push, sweep, train
 from grpo_ext.verbs import filter as pass_filter  # the module is named for its command; the builtin stays usable here
 
@@ -107,19 +109,29 @@ def cmd_cp(args) -> None:
     )
 
 
+def _listing(kind: references.Kind) -> None:
+    """Every name of a kind (rewards, tools) with its one-line description."""
+    for name in references.known_names(kind):
+        doc = kind.registry[name].__doc__ if name in kind.registry else "registered by an installed package"
+        print(f"{name:<24} {first_line(doc)}")
+
+
+def _found(kind: references.Kind, name: str) -> tuple:
+    """(object, is_factory) that ``NAME`` of ``grpo-ext rewards|tools show NAME`` names, or its one-line error."""
+    try:
+        return references.find(kind, name, Path.cwd())
+    except LookupError as exc:
+        raise RecipeError(f"{kind.word}s show: {exc}") from None
+
+
 def cmd_rewards(_args) -> None:
     """``grpo-ext rewards [ls]``: every reward name with its one-line description."""
-    for name in rewards.known_names():
-        doc = rewards.REGISTRY[name].__doc__ if name in rewards.REGISTRY else "registered by an installed package"
-        print(f"{name:<24} {first_line(doc)}")
+    _listing(registry.KIND)
 
 
 def cmd_rewards_show(args) -> None:
     """``grpo-ext rewards show NAME``: where a reward comes from, its arguments and its whole docstring."""
-    try:
-        obj, is_factory = registry.find(args.name, Path.cwd())
-    except LookupError as exc:
-        raise RecipeError(f"rewards show: {exc}") from None
+    obj, is_factory = _found(registry.KIND, args.name)
     source = "entry point"
     if args.name in registry.REGISTRY:
         source = "built in"
@@ -141,6 +153,23 @@ def cmd_rewards_show(args) -> None:
     if is_factory:
         print("args: " + (", ".join(str(p) for p in params) or "none"))
     print(inspect.cleandoc(obj.__doc__ or "(no docstring)"))
+
+
+def cmd_tools(_args) -> None:
+    """``grpo-ext tools [ls]``: every library tool with its one-line description."""
+    _listing(tool_library.KIND)
+
+
+def cmd_tools_show(args) -> None:
+    """``grpo-ext tools show NAME``: a tool's arguments (a factory's, with args) and the docstring the model reads."""
+    obj, is_factory = _found(tool_library.KIND, args.name)
+    print(f"{args.name} ({'library' if args.name in tool_library.REGISTRY else 'module, file or entry point'})")
+    with contextlib.suppress(TypeError, ValueError):
+        print(
+            ("args: " if is_factory and inspect.signature(obj).parameters else "call: ")
+            + f"{getattr(obj, '__name__', args.name)}{inspect.signature(obj)}"
+        )
+    print(inspect.cleandoc(obj.__doc__ or "(no docstring: the model would see no description)"))
 
 
 def cmd_rewards_score(args) -> None:
@@ -317,6 +346,13 @@ def parser() -> argparse.ArgumentParser:
     )
     score.set_defaults(fn=cmd_rewards_score)
 
+    tl = sub.add_parser("tools", help="tools a recipe's model may call (ls), one tool's documentation (show)")
+    tl.set_defaults(fn=cmd_tools)
+    tl_sub = tl.add_subparsers(dest="tools_verb")
+    tl_sub.add_parser("ls", help="every library tool with its one-line description").set_defaults(fn=cmd_tools)
+    tshow = tl_sub.add_parser("show", help="a tool's arguments and the documentation the model reads")
+    tshow.add_argument("name", help="library name, module:function or file.py:function")
+    tshow.set_defaults(fn=cmd_tools_show)
     sc = sub.add_parser("schema", help="the recipe's JSON Schema, for editors (completion and docs on every key)")
     sc.add_argument("--out", help="write it to this file instead of printing it")
     sc.set_defaults(fn=cmd_schema)

@@ -82,8 +82,8 @@ def _child(node, key):
 def absolute_path(keys: list, value, base_dir: Path):
     """The value of a recipe key, with a path in it made absolute against ``base_dir``; other values as they are.
 
-    The keys that hold paths: data.file, data.eval_file, model.name (a local folder or .gguf file) and a reward's
-    file.py:name.
+    The keys that hold paths: data.file, data.eval_file, model.name (a local folder or .gguf file), model.chat_template,
+    and the file.py:name of a reward, a tool or the environment.
     """
     if not isinstance(value, str) or not value:
         return value
@@ -93,7 +93,9 @@ def absolute_path(keys: list, value, base_dir: Path):
     if where == ["model", "name"]:
         local = model_names.resolve(value, base_dir).kind in ("local", "gguf")
         return str(resolve_path(value, base_dir).resolve()) if local else value
-    if where[0] == "rewards" and (len(where) == 2 or where[2:] == ["name"]):  # rewards.0 or rewards.0.name
+    if where == ["model", "chat_template"]:
+        return str(resolve_path(value, base_dir).resolve())
+    if where[0] in ("rewards", "tools", "environment"):  # rewards.0, rewards.0.name, tools, environment
         target, sep, attr = value.rpartition(":")
         if sep and target.endswith(".py"):
             return f"{resolve_path(target, base_dir).resolve()}:{attr}"

@@ -44,6 +44,11 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             ("4bit", "8bit", None),
             doc="load the base in 4-bit NF4 (QLoRA) or 8-bit with bitsandbytes; needs lora",
         ),
+        "chat_template": Spec(
+            ("str", "null"),
+            None,
+            doc="a Jinja chat template file (relative to the recipe) in place of the model's; with tools it must render them",
+        ),
     },
     "data": {
         "prompts": Spec(("list", "null"), None, doc="training prompts, one string each"),
@@ -138,9 +143,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "trend_steps": Spec(
             ("int",), 16, minimum=4, doc="window (steps) over which the reward must rise, by its slope, to count as learning"
         ),
-        "trend_z": Spec(
-            ("float",), 3.0, minimum=0, doc="standard errors the reward's slope must clear above 0 over trend_steps"
-        ),
+        "trend_z": Spec(("float",), 3.0, minimum=0, doc="standard errors the reward's slope must clear above 0 over trend_steps"),
         "entropy_floor": Spec(("float",), 0.05, minimum=0, doc="mean token entropy (nats) below which exploration has collapsed"),
         "clipped_share": Spec(
             ("float",),
@@ -226,6 +229,14 @@ TOP_LEVEL: dict[str, Spec] = {
     "logging": Spec(("dict",), {}, doc="what the run directory logs beside metrics.jsonl: the completions sampled in training"),
     "groups": Spec(
         ("dict",), {}, doc="what a step does with its groups: zero-advantage rows out of the loss, flat groups replaced"
+    ),
+    "tools": Spec(
+        ("list",), [], doc="functions the model may call while it generates: library names, module:function, file.py:function"
+    ),
+    "environment": Spec(
+        ("str", "null"),
+        None,
+        doc="a class (file.py:Class) whose instances the model acts in, one per completion; its methods are tools",
     ),
     "output_dir": Spec(("str",), required=True, doc="the run directory, relative to the working directory"),
     "seed": Spec(("int",), 0, minimum=0, maximum=2**32 - 1, doc="random seed"),  # the seeds numpy (and so TRL's set_seed) takes

@@ -13,6 +13,7 @@ from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import clip, plural, shown, suggest
 from grpo_ext.core.values import coerce, describe_kinds, kind_of
+from grpo_ext.recipe import agents
 from grpo_ext.recipe.read import absolute_path
 from grpo_ext.recipe.schema import MIXTURE_SOURCE, SCHEMA, TOP_LEVEL, Spec
 from grpo_ext.rewards.guard import missing_columns
@@ -42,6 +43,8 @@ class Recipe:
     origins: dict = field(default_factory=dict)  # training key -> where `algorithm:` put it, or that the recipe overrode it
     columns: dict = field(default_factory=dict)  # stage -> (its rows' columns, the rows described), for a reward built later
     reward_names: list = field(default_factory=list)  # each reward's metric name; a user's factory: how the recipe calls it
+    tools: list = field(default_factory=list, repr=False)  # tools[i] built and checked (recipe/agents.py)
+    environment: object = field(default=None, repr=False)  # the environment class, or None
     _funcs: list | None = field(default=None, repr=False)  # the guarded rewards, once built
 
     @property
@@ -74,12 +77,16 @@ class Recipe:
         files), so that a copy read from anywhere (the run directory's recipe.yaml) means the same."""
         data = copy.deepcopy(self.data)
         data["model"]["name"] = absolute_path(["model", "name"], data["model"]["name"], self.base_dir)
+        data["model"]["chat_template"] = absolute_path(["model", "chat_template"], data["model"]["chat_template"], self.base_dir)
         for section in [data["data"], *(data["data"].get("mixture") or [])]:
             for key in ("file", "eval_file"):
                 section[key] = absolute_path(["data", key], section.get(key), self.base_dir)
         for i, entry in enumerate(data["rewards"]):
             entry["name"] = absolute_path(["rewards", str(i), "name"], entry["name"], self.base_dir)
-        return data
+        data["tools"] = [agents.portable(entry, self.base_dir) for entry in data.get("tools") or []] or None
+        if data.get("environment"):
+            data["environment"] = absolute_path(["environment"], data["environment"], self.base_dir)
+        return {key: value for key, value in data.items() if value is not None or key not in ("tools", "environment")}
 
     def to_yaml(self) -> str:
         """The recipe as a run records it (``portable``): YAML that any verb can read back from the run directory."""
@@ -456,6 +463,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         problems.extend(batch_rules.check_explore(explore or {}, lambda key: compat.effective(training, key)))
         if columns and (evaluation or {}).get("enabled"):  # the data section passed its own checks; rows are held out with eval
             problems.extend(_check_hold_out(data, lambda key: compat.effective(training, key), base_dir))
+    tools, environment = agents.check(top, base_dir, problems)
     resolved = _build_rewards(entries, base_dir, problems)
     built = _guarded_rewards(entries, resolved, columns, problems, build=False)
     if problems:
@@ -463,6 +471,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     checked = {"model": model, "data": data, "rewards": entries, "training": training}  # the order recipe.yaml records
     checked |= {name: value for name, value in sections.items() if name not in checked}
     checked.update((key, top[key]) for key in ("output_dir", "seed", "resume"))
+    checked.update((key, top[key]) for key in ("tools", "environment") if top.get(key))  # recorded only when used
     if top.get("algorithm") is not None:
         checked["algorithm"] = top["algorithm"]
     names = [f.__name__ if f is not None else f"{r.name}({_call_args(r.args)})" for r, f in zip(resolved, built, strict=True)]
@@ -475,6 +484,8 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         origins=origins,
         columns=columns,
         reward_names=names,
+        tools=tools,
+        environment=environment,
         _funcs=None if None in built else built,
     )
 

@@ -233,6 +233,35 @@ def logprob_path(liger: bool, v: Version | None = None) -> str:
     return "full"
 
 
+# What a recipe's tools and environment need: TRL's GRPOTrainer(tools=) from 0.26 with transformers 5.0 (TRL 1.16
+# refuses older); environment classes with get_reward and the name -> class mapping from TRL 1.8, transformers 5.2.
+TOOLS_NEED: dict[str, tuple[str, str]] = {"tools": ("0.26", "5.0"), "environment": ("1.8", "5.2")}
+
+
+def tools_problem(key: str, trl: Version | None = None, transformers: Version | None = None) -> str | None:
+    """One line if the installed TRL or transformers cannot run a recipe's ``tools`` or ``environment``.
+
+    >>> tools_problem("tools", Version("0.24.0"), Version("4.57.0"))[:60]
+    'tools: needs trl>=0.26 and transformers>=5.0 (installed trl '
+    >>> tools_problem("environment", Version("1.16.0"), Version("5.24.0")) is None
+    True
+    """
+    trl, transformers = trl or trl_version(), transformers or transformers_version()
+    need_trl, need_tf = TOOLS_NEED[key]
+    if trl >= Version(need_trl) and transformers >= Version(need_tf):
+        return None
+    return (
+        f"{key}: needs trl>={need_trl} and transformers>={need_tf} (installed trl {trl}, transformers {transformers}); "
+        f"run: pip install -U 'trl>={need_trl}' 'transformers>={need_tf}'"
+    )
+
+
+def parses_with_response_template(v: Version | None = None) -> bool:
+    """transformers 5.13 reads tool calls back with a tokenizer's ``response_template``; before, ``response_schema``
+    (which needs jmespath)."""
+    return (v or transformers_version()) >= Version("5.13")
+
+
 def has_key(key: str, installed: Version | None = None, present: set[str] | None = None) -> bool:
     """Whether the installed GRPOConfig has ``key``: from its real fields when given (at run time), else
     from the version rule of a key TRL added, else from the field table."""

@@ -13,6 +13,12 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}<|assistant|>{% endif %}"
 )
 
+# ChatML as SmolLM2 ships it: no tools (a tool recipe gets grpo_ext's ChatML tool template in its place)
+CHATML_TEMPLATE = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+
 CORPUS = [
     "Reply with only one digit from 0 to 9.",
     "0 1 2 3 4 5 6 7 8 9",
@@ -24,14 +30,17 @@ CORPUS = [
 ]
 
 
-def build(path: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2) -> Path:
-    """Write a tiny model and its tokenizer to ``path`` and return it."""
+def build(path: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2, chatml: bool = False) -> Path:
+    """Write a tiny model and its tokenizer to ``path`` and return it; with ``chatml`` its chat template and special
+    tokens are ChatML's (``<|im_start|>``, ``<|im_end|>``), as SmolLM2's and Qwen's."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
     path = Path(path)
-    specials = ["<|pad|>", "<|end|>", "<|system|>", "<|user|>", "<|assistant|>"]
+    specials = (
+        ["<|pad|>", "<|im_end|>", "<|im_start|>"] if chatml else ["<|pad|>", "<|end|>", "<|system|>", "<|user|>", "<|assistant|>"]
+    )
     tok = Tokenizer(models.BPE())
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
@@ -40,9 +49,12 @@ def build(path: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2)
         trainers.BpeTrainer(vocab_size=400, special_tokens=specials, initial_alphabet=pre_tokenizers.ByteLevel.alphabet()),
     )
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="<|pad|>", eos_token="<|end|>", model_input_names=["input_ids", "attention_mask"]
+        tokenizer_object=tok,
+        pad_token="<|pad|>",
+        eos_token="<|im_end|>" if chatml else "<|end|>",
+        model_input_names=["input_ids", "attention_mask"],
     )  # as Llama tokenizers
-    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.chat_template = CHATML_TEMPLATE if chatml else CHAT_TEMPLATE
     torch.manual_seed(seed)
     config = LlamaConfig(
         vocab_size=len(tokenizer),

@@ -23,10 +23,23 @@ from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import write_atomic
 from grpo_ext.core.text import plural
 from grpo_ext.core.yaml_io import load_yaml
-from grpo_ext.recipe import Recipe, changed_keys, load
+from grpo_ext.recipe import Recipe, agents, changed_keys, load
 from grpo_ext.results import preflight, report, scoring, watchdog
 from grpo_ext.rewards import guard
-from grpo_ext.run import completions, data, dynamic, explore, hardware, launch, models, progress, rundir, skipping, trainer
+from grpo_ext.run import (
+    chat_tools,
+    completions,
+    data,
+    dynamic,
+    explore,
+    hardware,
+    launch,
+    models,
+    progress,
+    rundir,
+    skipping,
+    trainer,
+)
 from grpo_ext.settings import adapters, advice, compat, datafiles, generators, mixture, model_names, variants
 
 
@@ -160,6 +173,11 @@ def dry_run(recipe: Recipe) -> None:
     if recipe.data.get("algorithm"):
         print(f"algorithm: {recipe['algorithm']} ({variants.VARIANTS[recipe['algorithm']].paper}); keys the recipe sets win")
     print("rewards: " + ", ".join(f"{name} (weight {w})" for name, w in zip(recipe.reward_names, recipe.weights, strict=True)))
+    if recipe.tools or recipe.environment:
+        where = f", and an environment per completion ({recipe['environment']})" if recipe.environment else ""
+        print(f"tools the model sees{where}:")
+        for line in agents.describe(recipe.tools, recipe.environment):
+            print(f"  {line}")
     if d["mixture"]:
         line, *shortfalls = data.mixture_plan(d, recipe.base_dir, recipe["eval"]["enabled"])
         print(f"data: {line}; chat format: {d['chat']}")
@@ -289,6 +307,10 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     set_seed(recipe["seed"])
     rows = _rows(recipe, log)
     model, tokenizer, described = models.load(recipe["model"], recipe.base_dir, log)
+    if recipe.tools or recipe.environment:
+        chat_tools.prepare(tokenizer, recipe["model"], recipe.base_dir, log)
+    elif recipe["model"]["chat_template"]:
+        chat_tools.use_template(tokenizer, recipe["model"], recipe.base_dir, log)
     log(f"training: {adapters.describe(recipe['model'])}")
     chat, train_set, eval_rows = _datasets(recipe, rows, tokenizer, args, log, data.context_of(model.config))
     dog = watchdog.Watchdog(recipe["health"], watchdog.pass_marks(recipe.reward_funcs), recipe["eval"]["pass_threshold"])
@@ -308,6 +330,8 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         callbacks=own + list(callbacks or []),
         skip_zero_advantage=recipe["groups"]["skip_zero_advantage"],
         dynamic_sampling=recipe["groups"]["max_extra_rounds"] if recipe["groups"]["dynamic_sampling"] else None,
+        tools=recipe.tools or None,
+        environment_factory=recipe.environment,
     )
     if recipe["groups"]["skip_zero_advantage"]:
         why = skipping.blocker(grpo)
@@ -367,6 +391,9 @@ def check_rewards(r: Run) -> None:
     prompts before step 1; a warning is printed, or with ``fail`` stops the run."""
     cfg = r.recipe["health"]
     if cfg["preflight"] in ("off", False) or not r.is_main or r.prepared.resume_from:
+        return
+    if r.recipe.tools or r.recipe.environment:
+        r.log("health: pre-flight skipped: it samples single replies, without the tool loop training runs")
         return
     rows = r.grpo.train_dataset.select(range(min(cfg["preflight_prompts"], len(r.grpo.train_dataset))))
     stats, findings, seconds = preflight.sample_and_score(

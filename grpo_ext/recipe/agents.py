@@ -1,0 +1,132 @@
+"""A recipe's ``tools:`` and ``environment:``: each found by its name (``grpo_ext.tools``), built, and checked
+for what TRL will need of it at run time, before torch loads.
+
+    tools:
+      - calculator                          # the library's (grpo-ext tools ls)
+      - name: lookup                        # a library factory, called with args; paths are the recipe's
+        args: {path: data/capitals.csv}
+      - mytools.py:weather                  # a function of your own, file relative to the recipe
+    environment: game.py:GuessingGame       # a class: one instance per rollout, reset() before each
+    training:
+      max_tool_calling_iterations: 4        # tool calls a completion may make
+
+Every problem is one line naming its key: an unknown tool, a tool without the type hints or docstring TRL turns
+into the schema the model reads, two tools of one name, an environment without ``reset`` or a tool method, a TRL
+or transformers too old for tools, and an eval (single replies, no tool loop) left on.
+"""
+
+import inspect
+from pathlib import Path
+
+from grpo_ext.core import references
+from grpo_ext.core.files import resolve_path
+from grpo_ext.core.text import shown
+from grpo_ext.core.values import kind_of
+from grpo_ext.recipe.read import absolute_path
+from grpo_ext.settings import compat
+from grpo_ext.tools import check_environment, check_names, check_tool, library
+
+PATH_ARGS = ("path", "folder")  # the library factories' file and folder arguments, relative to the recipe
+ENVIRONMENT = references.Kind("environment", {}, "grpo_ext.environments", "docs/tools.md")
+
+
+def check(top: dict, base_dir: Path, problems: list[str]) -> tuple[list, object | None]:
+    """(the tools built, in order; the environment class or None) for a recipe's top level, problems appended."""
+    entries = top.get("tools") or []
+    env_ref = top.get("environment")
+    if not entries and env_ref is None:
+        return [], None
+    if not isinstance(entries, list):
+        problems.append(f"tools: a list of tool names or mappings with name and args, got {kind_of(entries)}")
+        return [], None
+    for key in ("tools",) * bool(entries) + ("environment",) * (env_ref is not None):
+        problem = compat.tools_problem(key)
+        if problem:
+            problems.append(problem)
+            return [], None
+    built, names = [], {}
+    for i, entry in enumerate(entries):
+        tool = _tool(entry, f"tools[{i}]", base_dir, problems)
+        if tool is not None:
+            built.append(tool)
+            names[f"tools[{i}]"] = getattr(tool, "__name__", "")
+    environment = None
+    if env_ref is not None:
+        environment = _environment(env_ref, base_dir, problems)
+        if environment is not None:
+            names.update(
+                {f"environment.{n}": n for n, _ in inspect.getmembers(environment, inspect.isfunction) if _is_tool_method(n)}
+            )
+    problems.extend(check_names(names))
+    if (top.get("eval") or {}).get("enabled", True):
+        problems.append(
+            "eval.enabled: the eval samples single replies, without the tool loop training runs; "
+            "set eval.enabled: false for a recipe with tools or an environment"
+        )
+    return built, environment
+
+
+def _is_tool_method(name: str) -> bool:
+    return not name.startswith("_") and name not in ("reset", "get_reward")
+
+
+def _tool(entry, where: str, base_dir: Path, problems: list[str]):
+    if isinstance(entry, str):
+        entry = {"name": entry}
+    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or set(entry) - {"name", "args"}:
+        problems.append(f"{where}: a tool is a name or a mapping with name and args, got {shown(entry)}")
+        return None
+    name, args = entry["name"], entry.get("args") or {}
+    try:
+        obj, is_factory = library.find(name, base_dir)
+    except LookupError as exc:
+        problems.append(f"{where}.name: {exc}")
+        return None
+    if is_factory or args:
+        if is_factory:
+            args = {k: str(resolve_path(v, base_dir)) if k in PATH_ARGS and isinstance(v, str) else v for k, v in args.items()}
+        try:
+            obj = obj(**args)
+        except (Exception, SystemExit) as exc:
+            problems.append(f"{where}.args: {name!r} refused them: {type(exc).__name__}: {exc}")
+            return None
+    found = check_tool(obj, where)
+    problems.extend(found)
+    return None if found else obj
+
+
+def _environment(ref, base_dir: Path, problems: list[str]):
+    if not isinstance(ref, str) or not references.is_reference(ref):
+        problems.append(f"environment: name a class as file.py:Class or module:Class, got {shown(ref)}")
+        return None
+    try:
+        cls = references.import_reference(ENVIRONMENT, ref, base_dir)
+    except LookupError as exc:
+        problems.append(f"environment: {exc}")
+        return None
+    found = check_environment(cls, "environment")
+    problems.extend(found)
+    return None if found else cls
+
+
+def portable(entry, base_dir: Path):
+    """A tools[i] entry with its file reference and its path arguments absolute, as a run records it."""
+    if isinstance(entry, str):
+        return absolute_path(["tools"], entry, base_dir)
+    args = {
+        k: str(resolve_path(v, base_dir)) if k in PATH_ARGS and isinstance(v, str) else v
+        for k, v in (entry.get("args") or {}).items()
+    }
+    return {**entry, "name": absolute_path(["tools"], entry["name"], base_dir), **({"args": args} if args else {})}
+
+
+def describe(tools: list, environment) -> list[str]:
+    """One line per tool as the model will see it: its name, arguments with their types, and first docstring line."""
+    lines = []
+    methods = [getattr(environment, n) for n, _ in inspect.getmembers(environment, inspect.isfunction) if _is_tool_method(n)]
+    for fn in [*tools, *methods]:
+        params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+        args = ", ".join(f"{p.name}: {getattr(p.annotation, '__name__', p.annotation)}" for p in params)
+        doc = (inspect.getdoc(fn) or "").splitlines()
+        lines.append(f"{fn.__name__}({args}): {doc[0] if doc else ''}")
+    return lines

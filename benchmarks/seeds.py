@@ -10,7 +10,8 @@ own process, checkpoints off) and is judged by the run's own held-out ``eval aft
 solved when the pass rate of ``--metric`` reaches ``--solved`` (0.9). The shipped recipe always runs
 first as ``shipped``; the candidates add their overrides to it. Seeds alternate between contestants so
 that a slow patch of the machine hits all of them alike. The last lines compare each candidate with the
-shipped recipe: seeds solved, mean pass rate after, and median wall time per run. With ``--keep DIR`` each run
+shipped recipe: seeds solved, mean pass rate after, median wall time per run, and the median training seconds until
+a training batch first scored ``--metric`` at 0.9 on average (seeds where both did). With ``--keep DIR`` each run
 stays in ``DIR/LABEL/seed-N`` with its log beside it, the layout ``benchmarks/health.py --tally-only`` reads.
 Each share of seeds solved and each mean pass rate has its 95% interval over seeds (``grpo_ext.results.evalstats``: the
 seed is the unit), and each candidate's per-seed pass rates are compared with the shipped recipe's on the same
@@ -76,7 +77,28 @@ def run_once(recipe: str, seed: int, overrides: list[str], metric: str, out: Pat
     after = summary["eval_after"]["rewards"][metric]
     ci = after.get("pass_rate_ci") or {}
     shown = f"{after['pass_rate']} [{ci['low']:.2f}, {ci['high']:.2f}]" if ci.get("low") is not None else str(after["pass_rate"])
-    return {"seed": seed, "pass_rate": after["pass_rate"], "shown": shown, "wall": wall, "steps": summary["steps"]}
+    return {
+        "seed": seed,
+        "pass_rate": after["pass_rate"],
+        "shown": shown,
+        "wall": wall,
+        "steps": summary["steps"],
+        "to_solve": seconds_to_solve(out / "metrics.jsonl", metric, SOLVED_BATCH),
+    }
+
+
+SOLVED_BATCH = 0.9  # a training batch whose mean of the metric reaches this counts as the step the task was solved
+
+
+def seconds_to_solve(metrics: Path, metric: str, solved: float) -> float | None:
+    """Seconds of training until the first step whose training batch scores ``metric`` at ``solved`` or more on
+    average (``train_seconds`` of that step in metrics.jsonl), or None when no step did."""
+    for line in metrics.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        mean = record.get(f"rewards/{metric}/mean")
+        if isinstance(mean, (int, float)) and mean >= solved and "train_seconds" in record:
+            return record["train_seconds"]
+    return None
 
 
 def report(results: dict[str, list[dict]], overrides: dict[str, list[str]], solved_at: float) -> list[str]:
@@ -113,8 +135,21 @@ def report(results: dict[str, list[dict]], overrides: dict[str, list[str]], solv
     for label in candidates:
         solved, mean, wall = stats(results[label])
         ratio = f"{solved / base[0]:.2f}" if base[0] else "n/a (shipped solved none)"
-        lines.append(f"ratio {label}/shipped: seeds solved {ratio}, wall {wall / base[2]:.2f}")
+        lines.append(f"ratio {label}/shipped: seeds solved {ratio}, wall {wall / base[2]:.2f}" + to_solve(results, label))
     return lines
+
+
+def to_solve(results: dict[str, list[dict]], label: str) -> str:
+    """The median training seconds until a batch first passed, over the seeds both solved that way, as a ratio."""
+    pairs = [
+        (a["to_solve"], b["to_solve"])
+        for a, b in zip(results["shipped"], results[label], strict=True)
+        if a.get("to_solve") and b.get("to_solve")
+    ]
+    if not pairs:
+        return ""
+    base, other = statistics.median(a for a, _ in pairs), statistics.median(b for _, b in pairs)
+    return f", training seconds until a batch passed {other:.0f} vs {base:.0f} ({other / base:.2f}, {len(pairs)} seeds)"
 
 
 def read_log(path: Path) -> list[dict]:

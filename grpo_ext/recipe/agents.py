@@ -25,6 +25,7 @@ from grpo_ext.core.values import kind_of
 from grpo_ext.recipe.read import absolute_path
 from grpo_ext.settings import compat
 from grpo_ext.tools import check_environment, check_names, check_tool, library
+from grpo_ext.tools.checks import tool_methods
 
 PATH_ARGS = ("path", "folder")  # the library factories' file and folder arguments, relative to the recipe
 ENVIRONMENT = references.Kind("environment", {}, "grpo_ext.environments", "docs/tools.md")
@@ -54,9 +55,7 @@ def check(top: dict, base_dir: Path, problems: list[str]) -> tuple[list, object 
     if env_ref is not None:
         environment = _environment(env_ref, base_dir, problems)
         if environment is not None:
-            names.update(
-                {f"environment.{n}": n for n, _ in inspect.getmembers(environment, inspect.isfunction) if _is_tool_method(n)}
-            )
+            names.update({f"environment.{n}": n for n in tool_methods(environment)})
     problems.extend(check_names(names))
     if (top.get("eval") or {}).get("enabled", True):
         problems.append(
@@ -64,10 +63,6 @@ def check(top: dict, base_dir: Path, problems: list[str]) -> tuple[list, object 
             "set eval.enabled: false for a recipe with tools or an environment"
         )
     return built, environment
-
-
-def _is_tool_method(name: str) -> bool:
-    return not name.startswith("_") and name not in ("reset", "get_reward")
 
 
 def _tool(entry, where: str, base_dir: Path, problems: list[str]):
@@ -84,7 +79,7 @@ def _tool(entry, where: str, base_dir: Path, problems: list[str]):
         return None
     if is_factory or args:
         if is_factory:
-            args = {k: str(resolve_path(v, base_dir)) if k in PATH_ARGS and isinstance(v, str) else v for k, v in args.items()}
+            args = _paths(args, base_dir)
         try:
             obj = obj(**args)
         except (Exception, SystemExit) as exc:
@@ -109,21 +104,23 @@ def _environment(ref, base_dir: Path, problems: list[str]):
     return None if found else cls
 
 
+def _paths(args: dict, base_dir: Path) -> dict:
+    """A library factory's args with its file and folder arguments (``PATH_ARGS``) taken from the recipe's folder."""
+    return {k: str(resolve_path(v, base_dir)) if k in PATH_ARGS and isinstance(v, str) else v for k, v in args.items()}
+
+
 def portable(entry, base_dir: Path):
     """A tools[i] entry with its file reference and its path arguments absolute, as a run records it."""
     if isinstance(entry, str):
         return absolute_path(["tools"], entry, base_dir)
-    args = {
-        k: str(resolve_path(v, base_dir)) if k in PATH_ARGS and isinstance(v, str) else v
-        for k, v in (entry.get("args") or {}).items()
-    }
+    args = _paths(entry.get("args") or {}, base_dir)
     return {**entry, "name": absolute_path(["tools"], entry["name"], base_dir), **({"args": args} if args else {})}
 
 
 def describe(tools: list, environment) -> list[str]:
     """One line per tool as the model will see it: its name, arguments with their types, and first docstring line."""
     lines = []
-    methods = [getattr(environment, n) for n, _ in inspect.getmembers(environment, inspect.isfunction) if _is_tool_method(n)]
+    methods = [getattr(environment, n) for n in tool_methods(environment)] if environment is not None else []
     for fn in [*tools, *methods]:
         params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
         args = ", ".join(f"{p.name}: {getattr(p.annotation, '__name__', p.annotation)}" for p in params)

@@ -86,9 +86,8 @@ def join(parts: list[dict], pad_id: int) -> dict:
     completions on the right) and joined; ``num_items_in_batch`` counted again."""
     import torch
 
-    out = {}
+    out, n = {}, _rows(parts[0])
     for key, value in parts[0].items():
-        n = _rows(parts[0])
         if isinstance(value, torch.Tensor) and value.dim() > 0 and value.size(0) == n:
             tensors = [p[key] for p in parts]
             if value.dim() > 1:
@@ -109,10 +108,13 @@ def join(parts: list[dict], pad_id: int) -> dict:
 
 def refill(batch: dict, flat, group: int, more, max_rounds: int, pad_id: int) -> tuple[dict, dict]:
     """The batch with its flat groups replaced by informative groups from up to ``max_rounds`` calls of
-    ``more(groups)``, which returns (a scored batch of that many new groups, its flat groups). Returns the batch and
-    what happened: the share of groups dropped, extra rounds, their seconds, and the share filled with flat groups."""
+    ``more(groups)``, which returns (a scored batch of that many new groups, its flat groups); the batch as it is when
+    no group is flat. Returns the batch and what happened: the share of groups dropped, extra rounds, their seconds,
+    and the share filled with flat groups."""
     import torch
 
+    if not bool(flat.any()):
+        return batch, {"groups/dropped": 0.0, "groups/extra_rounds": 0.0, "groups/extra_seconds": 0.0, "groups/flat_kept": 0.0}
     groups = flat.numel()
     informative = [take(batch, _group_rows(torch.nonzero(~flat).flatten(), group))] if bool((~flat).any()) else []
     have = int((~flat).sum())

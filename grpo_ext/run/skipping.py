@@ -57,8 +57,7 @@ def blocker(trainer) -> str | None:
         return "an entropy bonus reaches every row"
     if getattr(args, "top_entropy_quantile", 1.0) < 1.0:
         return "top_entropy_quantile < 1 masks by a quantile over every row"
-    liger = getattr(args, "use_liger_loss", False) or getattr(args, "use_liger_kernel", False)
-    if getattr(trainer, "aux_loss_enabled", False) or compat.logprob_path(liger) == "liger":
+    if getattr(trainer, "aux_loss_enabled", False) or compat.logprob_path(compat.uses_liger(vars(args))) == "liger":
         return "a router auxiliary loss or Liger's fused loss sees every row"
     if trainer.accelerator.num_processes > 1:
         return "several processes: TRL gathers per-row metrics across them, which needs the same rows on each"

@@ -101,11 +101,8 @@ def trainer_class(skip_zero_advantage: bool = True, dynamic_sampling: int | None
                 return new, dynamic.flat_groups(self._grpo_ext_scores, group)
 
             flat = dynamic.flat_groups(self._grpo_ext_scores, group)
-            if not bool(flat.any()):
-                stats = {"groups/dropped": 0.0, "groups/extra_rounds": 0.0, "groups/extra_seconds": 0.0, "groups/flat_kept": 0.0}
-            else:
-                pad = self.processing_class.pad_token_id if hasattr(self, "processing_class") else self.tokenizer.pad_token_id
-                batch, stats = dynamic.refill(batch, flat, group, more, dynamic_sampling, pad)
+            pad = self.processing_class.pad_token_id if hasattr(self, "processing_class") else self.tokenizer.pad_token_id
+            batch, stats = dynamic.refill(batch, flat, group, more, dynamic_sampling, pad)
             for key, value in stats.items():
                 self._metrics["train"][key].append(value)
             return batch

@@ -178,13 +178,21 @@ def check_environment(cls: object, where: str, columns: list[str] | None = None)
                 f"{where}: {name}.get_reward takes {', '.join(p.name for p in extra)}; TRL calls it with nothing, "
                 "once a rollout ends"
             )
-    tools = [n for n in functions if n not in _ENVIRONMENT_OWN and not n.startswith("_")]
+    tools = tool_methods(cls)
     if not tools:
         problems.append(f"{where}: {name} has no public method besides reset and get_reward, so the model has no tool; add one")
     for tool in tools:
         static = isinstance(inspect.getattr_static(cls, tool), staticmethod)
         problems += _problems(functions[tool], f"{where}.{tool}", receiver=not static)
     return problems
+
+
+def tool_methods(cls: type) -> list[str]:
+    """The names of an environment class's tool methods, as TRL lists them: functions on the class (so a property is
+    never evaluated and a classmethod is not a tool), public, other than reset and get_reward."""
+    return [
+        n for n, _ in inspect.getmembers(cls, predicate=inspect.isfunction) if n not in _ENVIRONMENT_OWN and not n.startswith("_")
+    ]
 
 
 def check_names(names: dict[str, str]) -> list[str]:

@@ -12,7 +12,7 @@ for what TRL will need of it at run time, before torch loads.
 
 Every problem is one line naming its key: an unknown tool, a tool without the type hints or docstring TRL turns
 into the schema the model reads, two tools of one name, an environment without ``reset`` or a tool method, a TRL
-or transformers too old for tools, and an eval (single replies, no tool loop) left on.
+or transformers too old for tools, and a worked example (``data.examples``) calling a tool the model is not given.
 """
 
 import inspect
@@ -23,7 +23,7 @@ from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import shown
 from grpo_ext.core.values import kind_of
 from grpo_ext.recipe.read import absolute_path
-from grpo_ext.settings import compat
+from grpo_ext.settings import compat, examples
 from grpo_ext.tools import check_environment, check_names, check_tool, library
 from grpo_ext.tools.checks import tool_methods
 
@@ -57,12 +57,19 @@ def check(top: dict, base_dir: Path, problems: list[str]) -> tuple[list, object 
         if environment is not None:
             names.update({f"environment.{n}": n for n in tool_methods(environment)})
     problems.extend(check_names(names))
-    if (top.get("eval") or {}).get("enabled", True):
-        problems.append(
-            "eval.enabled: the eval samples single replies, without the tool loop training runs; "
-            "set eval.enabled: false for a recipe with tools or an environment"
-        )
     return built, environment
+
+
+def check_calls(turns: list[dict], tools: list, environment) -> list[str]:
+    """Each tool call of the worked examples (``data.examples``) names a tool the model is shown: one it copied from
+    an example that it may not call would be a call that fails."""
+    known = [getattr(t, "__name__", "") for t in tools] + (tool_methods(environment) if environment is not None else [])
+    problems = []
+    for where, name in examples.called(turns):
+        if name not in known:
+            have = f"its tools are {', '.join(known)}" if known else "it has no tools: or environment:"
+            problems.append(f"{where}: calls {name!r}, which the recipe does not give the model ({have})")
+    return problems
 
 
 def _tool(entry, where: str, base_dir: Path, problems: list[str]):

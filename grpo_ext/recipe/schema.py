@@ -62,6 +62,11 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             ("str", "null"), None, doc="build each prompt from columns instead: 'Question: {question}\\nAnswer:'"
         ),
         "system_prompt": Spec(("str", "null"), None, doc="system message put before every prompt in chat format"),
+        "examples": Spec(
+            ("list", "null"),
+            None,
+            doc="worked chat turns put before every prompt in chat format (after the system prompt); may hold tool calls",
+        ),
         "chat": Spec(
             ("str", "bool"),
             "auto",
@@ -161,6 +166,18 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         ),
         "scale_ratio": Spec(
             ("float",), 10.0, minimum=1, doc="rewards whose spreads differ by this factor are on different scales"
+        ),
+        # 8: flat_steps' window; a run whose model has not called its tool in 8 steps of 8 or more completions each has
+        # not drawn one call in 64 samples
+        "tool_steps": Spec(
+            ("int",), 8, minimum=1, doc="steps in a row without a tool call, or with failing calls, before the watchdog says so"
+        ),
+        "tool_failure_share": Spec(
+            ("float",),
+            0.5,
+            minimum=0,
+            maximum=1,
+            doc="share of tool calls that fail (tools/failure_frequency), over tool_steps, that counts as failing",
         ),
     },
     "explore": {  # sampling help for the first steps (grpo_ext/run/explore.py); docs/benchmarks/digit-seeds.md

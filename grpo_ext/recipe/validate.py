@@ -22,6 +22,7 @@ from grpo_ext.settings import (
     batch_rules,
     compat,
     datafiles,
+    examples,
     generators,
     mixture,
     model_names,
@@ -218,6 +219,7 @@ def _check_sources(d: dict, given: dict, eval_enabled: bool, base_dir: Path) -> 
         problems.append(f"data.hub: {d['hub']!r} is not a dataset id; give org/name, e.g. openai/gsm8k")
     if d.get("source") is not None:
         problems.extend(generators.check_source(d["source"], d.get("source_args", {})))
+    problems.extend(examples.check(d.get("examples")))
     fraction = d.get("eval_fraction")
     if fraction is not None and not 0 < fraction < 1:
         problems.append(f"data.eval_fraction: {fraction} is not between 0 and 1; e.g. 0.1 holds out a tenth of the rows")
@@ -464,6 +466,8 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         if columns and (evaluation or {}).get("enabled"):  # the data section passed its own checks; rows are held out with eval
             problems.extend(_check_hold_out(data, lambda key: compat.effective(training, key), base_dir))
     tools, environment = agents.check(top, base_dir, problems)
+    if data is not None and not problems:  # the examples' calls are held against tools that were all found
+        problems.extend(agents.check_calls(_all_examples(data), tools, environment))
     resolved = _build_rewards(entries, base_dir, problems)
     built = _guarded_rewards(entries, resolved, columns, problems, build=False)
     if problems:
@@ -488,6 +492,12 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         environment=environment,
         _funcs=None if None in built else built,
     )
+
+
+def _all_examples(d: dict) -> list:
+    """The worked examples of the data section and of each mixture source."""
+    own = [d.get("examples") or []] + [(e.get("examples") or []) for e in d.get("mixture") or [] if isinstance(e, dict)]
+    return [message for turns in own for message in turns]
 
 
 def _call_args(args: dict) -> str:

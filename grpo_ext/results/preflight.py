@@ -7,7 +7,9 @@ advantage and contributes no gradient), None and NaN counts, and seconds per cal
 reward gives no group a spread (a warning: step 1 would learn nothing), or too few of them
 (``health.preflight_flat_share``, a warning, with one reward as with several); one reward alone is constant or has
 no spread while others carry the signal (a note); a reward that returns None or NaN for every sample; rewards
-on very different scales. ``verdicts`` is pure Python; ``run`` samples with ``scoring``'s machinery.
+on very different scales. ``verdicts`` is pure Python; ``sample_and_score`` samples with ``scoring``'s machinery, and
+``sample_conversations`` with the trainer's tool loop for a recipe with tools, where it also says how often the
+model called a tool and how often a call failed.
 """
 
 import math
@@ -16,7 +18,15 @@ import time
 
 from grpo_ext.core.text import fmt
 from grpo_ext.results import scoring
-from grpo_ext.results.watchdog import LIMITS, Finding
+from grpo_ext.results.watchdog import (
+    LIMITS,
+    TOOLS_FAILING_CAUSE,
+    TOOLS_FAILING_REMEDY,
+    TOOLS_UNUSED_CAUSE,
+    TOOLS_UNUSED_REMEDY,
+    Finding,
+)
+from grpo_ext.run import rollouts
 from grpo_ext.settings import compat
 
 # a strict reward → the built-in partial-credit reward for its task
@@ -151,6 +161,63 @@ def sample_and_score(
             seconds[fn.__name__] = time.monotonic() - started
     stats, findings = verdicts(per_reward, weights, group, seconds, limits)
     return stats, findings, round(time.monotonic() - t0, 1)
+
+
+def sample_conversations(trainer, rows: list[dict], weights: list[float], training: dict, s, *, limits: dict):
+    """The pre-flight of a recipe with tools or an environment: ``num_generations`` conversations per row sampled by
+    the trainer with its tool loop, at training's temperature and length (``run.rollouts``), scored as training
+    scores them. Besides the reward verdicts: how often the model called a tool, wrote a call that could not be
+    read, or got an error back, with a warning when it never called one or when most calls failed.
+    Returns (stats, findings, seconds spent)."""
+    t0 = time.monotonic()
+    group = compat.effective(training, "num_generations")
+    s = scoring.as_training(s, training, group)
+    with scoring.random_state_kept():
+        sampled = rollouts.sample(
+            trainer,
+            rows,
+            samples=group,
+            temperature=s.temperature,
+            max_new_tokens=s.max_new_tokens,
+            seed=s.seed,
+            batch_size=s.batch_size,
+        )
+    names = list(sampled.scores)
+    stats, findings = verdicts(sampled.scores, [*weights, *[1.0] * (len(names) - len(weights))], group, {}, limits)
+    stats["tools"] = tools = sampled.tool_counts()
+    limits = {**LIMITS, **(limits or {})}
+    if tools["called"] == 0:
+        findings.append(
+            Finding(
+                0,
+                "preflight_tools_unused",
+                f"none of the {tools['samples']} samples called a tool"
+                + (f" ({tools['unread_call']:.0%} wrote a call that could not be read)" if tools["unread_call"] else ""),
+                TOOLS_UNUSED_CAUSE,
+                TOOLS_UNUSED_REMEDY,
+            )
+        )
+    elif tools["errors_per_call"] >= limits["tool_failure_share"]:
+        findings.append(
+            Finding(
+                0,
+                "preflight_tool_errors",
+                f"{tools['errors_per_call']:.0%} of the tool calls got an error back",
+                TOOLS_FAILING_CAUSE,
+                TOOLS_FAILING_REMEDY,
+            )
+        )
+    return stats, findings, round(time.monotonic() - t0, 1)
+
+
+def describe_tools(tools: dict) -> str:
+    """``tools: 11 of 32 samples called one (34%), 2 wrote a call that could not be read, 1 got an error back``."""
+    n = tools["samples"]
+    return (
+        f"tools: {round(tools['called'] * n)} of {n} samples called one ({tools['called']:.0%}), "
+        f"{round(tools['unread_call'] * n)} wrote a call that could not be read, {round(tools['error_back'] * n)} got an "
+        f"error back; {tools['calls_per_sample']:g} calls a sample"
+    )
 
 
 def describe(stats: dict) -> str:

@@ -203,6 +203,58 @@ def reward_seconds(records: list[dict]) -> dict[str, float]:
     return totals
 
 
+def tool_use(records: list[dict]) -> dict | None:
+    """Tool calls in training, from TRL's ``tools/call_frequency`` (calls per completion) and
+    ``tools/failure_frequency`` (the share of calls that failed) on the metrics lines; None for a run without tools.
+
+    >>> used = tool_use([{"tools/call_frequency": 0.0}, {"tools/call_frequency": 1.5, "tools/failure_frequency": 0.25}])
+    >>> used["calls_per_completion_first"], used["calls_per_completion_last"], used["failed_share_mean"]
+    (0.0, 1.5, 0.25)
+    """
+    calls = [r["tools/call_frequency"] for r in records if isinstance(r.get("tools/call_frequency"), (int, float))]
+    if not calls:
+        return None
+    failed = [
+        r["tools/failure_frequency"]
+        for r in records
+        if isinstance(r.get("tools/failure_frequency"), (int, float)) and r.get("tools/call_frequency")
+    ]
+    return {
+        "calls_per_completion_first": calls[0],
+        "calls_per_completion_last": calls[-1],
+        "calls_per_completion_mean": round(sum(calls) / len(calls), 4),
+        "failed_share_mean": round(sum(failed) / len(failed), 4) if failed else None,
+    }
+
+
+def tools_markdown(summary: dict) -> list[str]:
+    """report.md's Tools section: how the model used its tools in the evals and in training."""
+    evals = {label: (summary.get(key) or {}).get("tools") for label, key in (("before", "eval_before"), ("after", "eval_after"))}
+    train = summary.get("tools")
+    if not train and not any(evals.values()):
+        return []
+    lines = ["", "## Tools", ""]
+    shown = {label: t for label, t in evals.items() if t}
+    if shown:
+        lines += ["| eval | samples | called a tool | wrote a call that could not be read | got an error back | calls a sample |"]
+        lines += ["|---|---:|---:|---:|---:|---:|"]
+        for label, t in shown.items():
+            lines.append(
+                f"| {label} | {t['samples']} | {t['called']:.0%} | {t['unread_call']:.0%} | {t['error_back']:.0%} | "
+                f"{t['calls_per_sample']:g} |"
+            )
+        lines.append("")
+    if train:
+        failed = train["failed_share_mean"]
+        lines.append(
+            f"In training, calls per completion went from {train['calls_per_completion_first']:g} at the first step to "
+            f"{train['calls_per_completion_last']:g} at the last (mean {train['calls_per_completion_mean']:g}); "
+            + (f"{failed:.0%} of the calls failed on the mean step." if failed is not None else "no call was made.")
+        )
+    lines.append("The sample conversations below show each call as `→ tool(arguments)` and its result as `← result`.")
+    return lines
+
+
 def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: list[dict]) -> str:
     """``report.md``: what ran, how it went, and what changed."""
     lines = [f"# Run report: {run_dir.name}", ""]
@@ -246,6 +298,7 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
         lines += [f"- {line}" for line in change_lines(summary.get("eval_change"), "After vs before")]
     else:
         lines.append("No eval ran (no `data.eval_prompts`, or `eval.enabled: false`).")
+    lines += tools_markdown(summary)
     lines += watchdog.markdown(summary.get("health"))
     lines += ["", "## Training curves", ""]
     lines.append(
@@ -280,6 +333,10 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
 def finish(run_dir: Path, summary: dict, log=print) -> None:
     """Write summary.json, curves.png and report.md for a run that has ended (completed or not)."""
     summary["memory"] = peak_memory()
+    records = rundir.read_metrics(run_dir / "metrics.jsonl")
+    used = tool_use(records)
+    if used is not None:
+        summary["tools"] = used
     write_summary(run_dir, summary)
     name_base_model(run_dir, summary.get("model"), summary.get("recipe"))  # TRL rewrites the card at each checkpoint
     recipe_file = run_dir / "recipe.yaml"
@@ -288,7 +345,6 @@ def finish(run_dir: Path, summary: dict, log=print) -> None:
     except (OSError, UnicodeDecodeError, yaml.YAMLError):
         run_recipe = None
     run_recipe = run_recipe if isinstance(run_recipe, dict) else {}
-    records = rundir.read_metrics(run_dir / "metrics.jsonl")
     if records:
         beta = compat.effective(run_recipe.get("training") or {}, "beta")
         model = (run_recipe.get("model") or {}).get("name", "")

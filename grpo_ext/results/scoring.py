@@ -12,6 +12,7 @@ import statistics
 
 from grpo_ext.recipe import Recipe
 from grpo_ext.results import evalstats
+from grpo_ext.run import rollouts
 from grpo_ext.settings import compat
 
 
@@ -162,28 +163,51 @@ def score(
     length counts them as TRL's ``completions/mean_length`` does; else lengths come from ``tokenizer``.
     """
     flat_prompts, flat_completions, extra = reward_inputs(rows, completions, chat=chat, completion_ids=completion_ids)
-    result = {"rewards": {}, "prompts": len(rows), "samples": len(flat_completions)}
-    for fn in reward_funcs:
-        threshold = pass_threshold if getattr(fn, "pass_threshold", None) is None else fn.pass_threshold
-        scores = fn(prompts=flat_prompts, completions=flat_completions, **extra)
-        judged = [s for s in scores if s is not None]
-        result["rewards"][fn.__name__] = {
-            "mean": round(statistics.fmean(judged), 4) if judged else None,
-            "pass_rate": round(sum(s >= threshold for s in judged) / len(judged), 4) if judged else None,
-            "judged": len(judged),
-            "pass_threshold": threshold,
-            **_per_prompt_stats(fn, scores, flat_completions, [len(c) for c in completions], threshold, pass_at),
-        }
+    scored = {fn.__name__: (fn, fn(prompts=flat_prompts, completions=flat_completions, **extra)) for fn in reward_funcs}
+    result = summarize(rows, completions, flat_completions, scored, pass_threshold, pass_at)
     if completion_ids is not None:
         lengths = [len(ids) for ids in extra["completion_ids"]]
         result["mean_length"] = round(statistics.fmean(lengths), 2) if lengths else 0.0
     elif tokenizer is not None:
         lengths = [len(tokenizer(c, add_special_tokens=False)["input_ids"]) for comps in completions for c in comps]
         result["mean_length"] = round(statistics.fmean(lengths), 2) if lengths else 0.0
+    return result
+
+
+def summarize(rows: list[dict], completions: list[list], flat_completions: list, scored: dict, threshold: float, pass_at) -> dict:
+    """The eval's result from each reward's flat scores (``scored``: name -> (the reward function or None, scores)),
+    ``completions`` per row as a person reads them."""
+    result = {"rewards": {}, "prompts": len(rows), "samples": len(flat_completions)}
+    sizes = [len(c) for c in completions]
+    for name, (fn, scores) in scored.items():
+        own = threshold if getattr(fn, "pass_threshold", None) is None else fn.pass_threshold
+        judged = [x for x in scores if x is not None]
+        result["rewards"][name] = {
+            "mean": round(statistics.fmean(judged), 4) if judged else None,
+            "pass_rate": round(sum(x >= own for x in judged) / len(judged), 4) if judged else None,
+            "judged": len(judged),
+            "pass_threshold": own,
+            **_per_prompt_stats(fn, scores, flat_completions, sizes, own, pass_at),
+        }
     result["examples"] = [
         {"prompt": row["prompt"] if isinstance(row["prompt"], str) else row["prompt"][-1]["content"], "completions": comps[:3]}
         for row, comps in zip(rows[:3], completions[:3], strict=True)
     ]
+    return result
+
+
+def score_rollouts(rows: list[dict], sampled: "rollouts.Rollouts", reward_funcs: list, s: Settings) -> dict:
+    """The eval's result from conversations sampled with the tool loop (``run.rollouts.sample``), scored there as
+    in training: every reward of the recipe, and the environment's ``get_reward`` under its class name; how often
+    the model called a tool and got an error back."""
+    funcs = {fn.__name__: fn for fn in reward_funcs}
+    scored = {name: (funcs.get(name), scores) for name, scores in sampled.scores.items()}
+    texts = [rollouts.transcript(c) for c in sampled.completions]
+    per_row = [texts[i * s.samples : (i + 1) * s.samples] for i in range(len(rows))]
+    result = summarize(rows, per_row, sampled.completions, scored, s.pass_threshold, s.pass_at)
+    lengths = [len(ids) for ids in sampled.completion_ids]
+    result["mean_length"] = round(statistics.fmean(lengths), 2) if lengths else 0.0
+    result["tools"] = sampled.tool_counts()
     return result
 
 
@@ -227,14 +251,28 @@ def random_state_kept():
         np.random.set_state(numpy)
 
 
-def score_model(model, tokenizer, rows: list[dict], reward_funcs: list, s: Settings, *, chat: bool) -> dict:
-    """Sample ``s.samples`` completions per row (under bf16 autocast when ``s.bf16``) and score them with the rewards."""
+def score_model(model, tokenizer, rows: list[dict], reward_funcs: list, s: Settings, *, chat: bool, trainer=None) -> dict:
+    """Sample ``s.samples`` completions per row (under bf16 autocast when ``s.bf16``) and score them with the rewards.
+    With ``trainer`` (a recipe with tools or an environment), the trainer samples whole conversations with its tool
+    loop and scores them (``run.rollouts``)."""
     with random_state_kept():  # training then draws what it would have drawn without an eval
-        with precision(model, s):
-            completions, ids = sample(model, tokenizer, [r["prompt"] for r in rows], s)
-        result = score(
-            rows, completions, reward_funcs, chat=chat, pass_threshold=s.pass_threshold, completion_ids=ids, pass_at=s.pass_at
-        )
+        if trainer is not None:
+            done = rollouts.sample(
+                trainer,
+                rows,
+                samples=s.samples,
+                temperature=s.temperature,
+                max_new_tokens=s.max_new_tokens,
+                seed=s.seed,
+                batch_size=s.batch_size,
+            )
+            result = score_rollouts(rows, done, reward_funcs, s)
+        else:
+            with precision(model, s):
+                completions, ids = sample(model, tokenizer, [r["prompt"] for r in rows], s)
+            result = score(
+                rows, completions, reward_funcs, chat=chat, pass_threshold=s.pass_threshold, completion_ids=ids, pass_at=s.pass_at
+            )
     result["settings"] = s.key()
     return result
 

@@ -6,7 +6,8 @@ where no sample got a score (every reward returned None), no learning signal (ev
 scored alike, so the group-relative advantage is zero), a flat reward, entropy collapse, KL rising fast (its
 median over a window, not the mean), completions pinned at ``max_completion_length``, a NaN or infinite loss
 or gradient, a reward that rises while the completions grow or while one reward saturates alone (possible
-reward hacking), and a note that a loss near 0 is normal. Each rule fires once per run. A metric the
+reward hacking), a note that a loss near 0 is normal, and for a recipe with tools, a model that never calls them
+or whose calls keep failing. Each rule fires once per run. A metric the
 installed TRL does not log leaves its rule silent. Pure Python over ``metrics.jsonl`` records, so a run's
 watchdog and ``grpo-ext doctor`` agree.
 """
@@ -176,6 +177,8 @@ class Watchdog:
             self._kl,
             self._hacking,
             self._loss_zero,
+            self._tools_unused,
+            self._tools_failing,
         )
         return [f for f in (rule() for rule in rules) if f is not None]
 
@@ -390,6 +393,51 @@ class Watchdog:
             severity="note",
         )
 
+    def _tools_unused(self) -> Finding | None:
+        n = self.limits["tool_steps"]
+        window = self._last(n)
+        calls = [_num(r, "tools/call_frequency") for r in window or []]
+        if not window or None in calls or any(calls) or any(self.solved(r) for r in window):
+            return None
+        return Finding(
+            window[-1]["step"],
+            "tools_never_called",
+            f"no completion called a tool for {plural(n, 'step')} (tools/call_frequency 0)",
+            TOOLS_UNUSED_CAUSE,
+            TOOLS_UNUSED_REMEDY,
+        )
+
+    def _tools_failing(self) -> Finding | None:
+        n = self.limits["tool_steps"]
+        window = self._last(n)
+        failing = [_num(r, "tools/failure_frequency") for r in window or []]
+        called = [_num(r, "tools/call_frequency") or 0 for r in window or []]
+        if not window or None in failing or not any(called):
+            return None
+        share = statistics.fmean(f for f, c in zip(failing, called, strict=True) if c)
+        if share < self.limits["tool_failure_share"]:
+            return None
+        return Finding(
+            window[-1]["step"],
+            "tool_calls_failing",
+            f"{share:.0%} of the tool calls failed over the last {plural(n, 'step')} (tools/failure_frequency)",
+            TOOLS_FAILING_CAUSE,
+            TOOLS_FAILING_REMEDY,
+        )
+
+
+# what the watchdog and the pre-flight say of a model that does not call its tools, or calls them wrongly
+TOOLS_UNUSED_CAUSE = "the model has not seen a call it could copy, or its chat template does not show it the tools"
+TOOLS_UNUSED_REMEDY = (
+    "show it worked calls (data.examples, docs/tools.md), check the tools it sees (--dry-run) and what it writes "
+    "(grpo-ext doctor RUN --samples), or start from a model trained to call tools"
+)
+TOOLS_FAILING_CAUSE = "the model calls tools with unknown names or arguments of the wrong name or kind, or the tool raises"
+TOOLS_FAILING_REMEDY = (
+    "read the calls and their errors (grpo-ext doctor RUN --samples), make the tool's docstring and the examples' "
+    "calls show its arguments, and have the tool answer bad input with a message rather than raise"
+)
+
 
 def replay(records: list[dict], limits: dict | None = None, pass_thresholds: dict[str, float] | None = None) -> Watchdog:
     """A watchdog fed a whole run's records, in order: what the live watchdog found, found again."""
@@ -429,6 +477,13 @@ def markdown(summary_health: dict | None) -> list[str]:
                 f"{fmt(r['seconds_per_call'], 4)} |"
             )
         lines.append("")
+        tools = pre.get("tools")
+        if tools:
+            lines += [
+                f"Tools in the pre-flight: {tools['called']:.0%} of the samples called one, {tools['unread_call']:.0%} wrote "
+                f"a call that could not be read, {tools['error_back']:.0%} got an error back.",
+                "",
+            ]
     found = [*(pre or {}).get("findings", []), *summary_health.get("findings", [])]
     if not found:
         lines.append("No finding: every group had a reward spread when it needed one, and no rule fired.")

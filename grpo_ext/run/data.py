@@ -5,7 +5,8 @@ generator or a hub dataset; eval rows from ``eval_prompts``, ``eval_file``, ``ev
 of the training rows (``eval_fraction`` / ``eval_size``, by seed) or the generator's own. Each row has a
 ``prompt`` (text or chat messages) and any other columns, which reach the rewards as keyword arguments.
 Text prompts become chat messages when the tokenizer has a chat template; the recipe's ``system_prompt`` is
-put first unless a row's messages already start with a system message.
+put first unless a row's messages already start with a system message, and its worked ``examples`` (chat turns,
+tool calls among them) after it.
 
 A mixture (``data.mixture``) loads each source as a recipe of that source alone would, draws its training rows as
 ``settings.mixture`` plans them and shuffles them together; each row names its source in a ``source`` column
@@ -23,7 +24,7 @@ from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import first_line, listing, plural
 from grpo_ext.recipe import held_out_size
 from grpo_ext.rewards.guard import missing_columns
-from grpo_ext.settings import datafiles, generators, mixture
+from grpo_ext.settings import datafiles, examples, generators, mixture
 
 
 def use_chat(data_cfg: dict, tokenizer) -> bool:
@@ -34,21 +35,25 @@ def use_chat(data_cfg: dict, tokenizer) -> bool:
     return bool(data_cfg["chat"])
 
 
-def format_prompt(prompt, system_prompt: str | None, chat: bool):
+def format_prompt(prompt, system_prompt: str | None, chat: bool, examples: list[dict] | None = None):
     """One prompt in the form TRL expects: a message list for chat, the text otherwise. Chat messages are kept
-    as they are; the system prompt goes first unless they start with a system message of their own."""
+    as they are; the system prompt goes first unless they start with a system message of their own, and the worked
+    ``examples`` (``settings.examples.messages``) after it, before the prompt's own turns."""
     if isinstance(prompt, list):
         if not chat:
             raise RecipeError(
                 "data: the prompts are chat messages, but the tokenizer has no chat template (or data.chat is false); "
                 "give text prompts or a model with a chat template"
             )
-        own_system = prompt and prompt[0].get("role") == "system"
-        return prompt if own_system or not system_prompt else [{"role": "system", "content": system_prompt}, *prompt]
+        own_system = bool(prompt) and prompt[0].get("role") == "system"
+        head = prompt[:1] if own_system else ([{"role": "system", "content": system_prompt}] if system_prompt else [])
+        return [*head, *(examples or []), *prompt[int(own_system) :]]
     if not chat:
+        if examples:
+            raise RecipeError("data.examples: worked examples are chat turns; they need a chat template and data.chat not false")
         return prompt if system_prompt is None else f"{system_prompt}\n\n{prompt}"
     messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
-    return messages + [{"role": "user", "content": prompt}]
+    return messages + list(examples or []) + [{"role": "user", "content": prompt}]
 
 
 def check_files(data_cfg: dict, base_dir: Path) -> None:
@@ -287,12 +292,17 @@ def formatted(rows: list[dict], data_cfg: dict, chat: bool) -> list[dict]:
     """Rows with each prompt put in the form TRL expects (system prompt and chat messages applied); a mixture's
     rows each with the system prompt of its own source."""
     if not is_mixture(data_cfg):
-        return [{**r, "prompt": format_prompt(r["prompt"], data_cfg["system_prompt"], chat)} for r in rows]
-    systems = {mixture.label(e): mixture.config(data_cfg, e)["system_prompt"] for e in data_cfg["mixture"]}
+        turns = examples.messages(data_cfg["examples"])
+        return [{**r, "prompt": format_prompt(r["prompt"], data_cfg["system_prompt"], chat, turns)} for r in rows]
+    heads = {}
+    for e in data_cfg["mixture"]:
+        own = mixture.config(data_cfg, e)
+        heads[mixture.label(e)] = (own["system_prompt"], examples.messages(own["examples"]))
     out = []
     for r in rows:
         try:
-            out.append({**r, "prompt": format_prompt(r["prompt"], systems[r[mixture.COLUMN]], chat)})
+            system, turns = heads[r[mixture.COLUMN]]
+            out.append({**r, "prompt": format_prompt(r["prompt"], system, chat, turns)})
         except RecipeError:
             raise RecipeError(
                 f"data.mixture: the prompts of {r[mixture.COLUMN]} are chat messages, which need a chat template; the "
@@ -318,23 +328,25 @@ def formatted_set(train, data_cfg: dict, chat: bool):
     """The training Dataset with each prompt in the form TRL expects."""
     if isinstance(train, list):  # a mixture's rows: each source's prompts in their own form until here
         return _one_table(formatted(train, data_cfg, chat))
-    system = data_cfg["system_prompt"]
-    if not chat and not system and (len(train) == 0 or isinstance(train[0]["prompt"], str)):
+    system, turns = data_cfg["system_prompt"], examples.messages(data_cfg["examples"])
+    if not chat and not system and not turns and (len(train) == 0 or isinstance(train[0]["prompt"], str)):
         return train
-    return train.map(lambda row: {"prompt": format_prompt(row["prompt"], system, chat)}, desc="format")
+    return train.map(lambda row: {"prompt": format_prompt(row["prompt"], system, chat, turns)}, desc="format")
 
 
-def prompt_tokens(prompts, tokenizer) -> list[int]:
+def prompt_tokens(prompts, tokenizer, tools: list | None = None) -> list[int]:
     """Token counts of formatted prompts as TRL tokenizes them: chat messages through the chat template with the
-    generation prompt, text as it is, without special tokens added."""
+    generation prompt (and the ``tools`` it shows the model, whose schemas can be longer than the prompt), text as it
+    is, without special tokens added."""
+    shown = {"tools": tools} if tools else {}
     texts = [
-        tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True) if isinstance(p, list) else p
+        tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True, **shown) if isinstance(p, list) else p
         for p in prompts
     ]
     return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]] if texts else []
 
 
-def _lengths(train, tokenizer) -> list[int]:
+def _lengths(train, tokenizer, tools: list | None) -> list[int]:
     """Token counts of the training prompts; a prompt past MAX_PROMPT_CHARS (a hub row: a file's rows were checked
     when read) is refused before the tokenizer sees it."""
     out = []
@@ -343,7 +355,7 @@ def _lengths(train, tokenizer) -> list[int]:
             too_long = datafiles.oversized(prompt)
             if too_long:
                 raise RecipeError(f"data: training prompt {len(out) + i + 1}: {too_long}")
-        out += prompt_tokens(batch["prompt"], tokenizer)
+        out += prompt_tokens(batch["prompt"], tokenizer, tools)
     return out
 
 
@@ -374,13 +386,19 @@ def _check_context(lengths: list[int], context: int | None, completion: int) -> 
 
 
 def fit_prompts(
-    train, eval_rows: list[dict], limit: int | None, tokenizer, context: int | None = None, completion: int = 0
+    train,
+    eval_rows: list[dict],
+    limit: int | None,
+    tokenizer,
+    context: int | None = None,
+    completion: int = 0,
+    tools: list | None = None,
 ) -> tuple[object, list[dict], int, list[str]]:
-    """Apply ``max_prompt_length`` the same way on every TRL: drop the rows whose formatted prompt is longer
-    than ``limit`` tokens (a prompt is never cut), then refuse a kept prompt that, with ``completion`` tokens,
-    exceeds the model's ``context``. Returns (train, eval rows, the longest kept prompt, notes with the
-    prompt-length statistics and what was dropped)."""
-    lengths = _lengths(train, tokenizer)
+    """Apply ``max_prompt_length`` the same way on every TRL: drop the rows whose formatted prompt (with the
+    ``tools`` shown) is longer than ``limit`` tokens (a prompt is never cut), then refuse a kept prompt that, with
+    ``completion`` tokens, exceeds the model's ``context``. Returns (train, eval rows, the longest kept prompt,
+    notes with the prompt-length statistics and what was dropped)."""
+    lengths = _lengths(train, tokenizer, tools)
     notes = []
     if lengths:
         notes.append(
@@ -401,7 +419,7 @@ def fit_prompts(
             )
             train = train.select(keep)
             lengths = [lengths[i] for i in keep]
-        eval_lengths = prompt_tokens([r["prompt"] for r in eval_rows], tokenizer)
+        eval_lengths = prompt_tokens([r["prompt"] for r in eval_rows], tokenizer, tools)
         kept = [r for r, n in zip(eval_rows, eval_lengths, strict=True) if n <= limit]
         if len(kept) < len(eval_rows):
             notes.append(f"max_prompt_length {limit}: dropped {len(eval_rows) - len(kept)} of {len(eval_rows)} eval prompts")

@@ -35,7 +35,7 @@ from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.text import suggest
 from grpo_ext.run import data, gpu_share, hardware
 from grpo_ext.run.gpu_share import Launch
-from grpo_ext.settings import adapters, batch_rules, compat, model_names, shapes
+from grpo_ext.settings import adapters, batch_rules, compat, examples, model_names, shapes
 
 MIB = 1024**2
 GIB = 1024**3
@@ -162,14 +162,15 @@ def longest_prompt_tokens(recipe, folder: Path | dict) -> int:
     characters a token when no tokenizer is on this machine."""
     texts = [r["prompt"] for r in data.train_rows(recipe["data"], recipe.base_dir, 2000)]
     texts += [r["prompt"] for r in data.eval_rows(recipe["data"], recipe.base_dir, recipe["seed"])]
-    system = recipe["data"]["system_prompt"]
+    system, turns = recipe["data"]["system_prompt"], examples.messages(recipe["data"]["examples"])
     if isinstance(folder, dict) or not any((folder / n).is_file() for n in ("tokenizer.json", "tokenizer.model", "vocab.json")):
-        return (max(len(str(t)) for t in texts) + len(system or "")) // 3 + 32  # about 3 characters a token, plus a template
+        head = len(system or "") + len(str(turns)) * bool(turns)
+        return (max(len(str(t)) for t in texts) + head) // 3 + 32  # about 3 characters a token, plus a template
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
     chat = data.use_chat(recipe["data"], tokenizer)
-    longest = max(data.prompt_tokens([data.format_prompt(t, system, chat) for t in texts], tokenizer), default=0)
+    longest = max(data.prompt_tokens([data.format_prompt(t, system, chat, turns) for t in texts], tokenizer), default=0)
     limit = recipe["training"].get("max_prompt_length")  # longer prompts are dropped before training
     return longest if limit is None else min(longest, limit)
 

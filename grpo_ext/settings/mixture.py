@@ -24,7 +24,7 @@ from grpo_ext.core.text import plural, shown
 COLUMN = "source"  # the column naming each row's source, in training and in the eval
 OWN_KEYS = ("weight", "rows", "name")  # what a mixture's source has beside the keys of a data: section
 WHOLE = ("mixture", "size", "chat")  # keys of the whole mixture, never of one source
-SHARED_KEYS = (*WHOLE, "system_prompt")  # what a data: section keeps beside its mixture (a source may have its own system_prompt)
+SHARED_KEYS = (*WHOLE, "system_prompt", "examples")  # what a data: section keeps beside its mixture (a source may have its own)
 
 
 def label(entry: dict) -> str:
@@ -38,10 +38,11 @@ def label(entry: dict) -> str:
 
 def config(data_cfg: dict, entry: dict) -> dict:
     """The data: section of one source, as a recipe of that source alone would have it: the mixture's ``chat``,
-    and its ``system_prompt`` unless the source has its own."""
+    and its ``system_prompt`` and ``examples`` unless the source has its own."""
     own = {key: value for key, value in entry.items() if key not in OWN_KEYS}
     shared = {"chat": data_cfg.get("chat", "auto"), "mixture": None, "size": None}
-    return {**own, **shared, "system_prompt": entry.get("system_prompt") or data_cfg.get("system_prompt")}
+    heads = {key: entry.get(key) or data_cfg.get(key) for key in ("system_prompt", "examples")}
+    return {**own, **shared, **heads}
 
 
 def within(text: str, i: int) -> str:

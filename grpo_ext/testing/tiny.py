@@ -30,9 +30,12 @@ CORPUS = [
 ]
 
 
-def build(path: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2, chatml: bool = False) -> Path:
+def build(
+    path: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2, chatml: bool = False, context: int = 256
+) -> Path:
     """Write a tiny model and its tokenizer to ``path`` and return it; with ``chatml`` its chat template and special
-    tokens are ChatML's (``<|im_start|>``, ``<|im_end|>``), as SmolLM2's and Qwen's."""
+    tokens are ChatML's (``<|im_start|>``, ``<|im_end|>``), as SmolLM2's and Qwen's; ``context``: the tokens it takes
+    (prompt and completion together)."""
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
@@ -63,7 +66,7 @@ def build(path: str | Path, *, seed: int = 0, hidden: int = 32, layers: int = 2,
         num_hidden_layers=layers,
         num_attention_heads=2,
         num_key_value_heads=2,
-        max_position_embeddings=256,
+        max_position_embeddings=context,
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
         bos_token_id=None,

@@ -287,7 +287,8 @@ def _datasets(recipe: Recipe, rows: data.Rows, tokenizer, args, log, context: in
     chat = data.use_chat(d, tokenizer)
     train_set, eval_rows = data.formatted_set(rows.train, d, chat), data.formatted(rows.eval, d, chat)
     completion = args.max_completion_length
-    train_set, eval_rows, longest, notes = data.fit_prompts(train_set, eval_rows, limit, tokenizer, context, completion)
+    shown = recipe.tools or None  # what the model reads of them counts in its prompt
+    train_set, eval_rows, longest, notes = data.fit_prompts(train_set, eval_rows, limit, tokenizer, context, completion, shown)
     trainer.fit_prompt_limit(args, limit or longest)
     shown = "chat messages" if chat else "plain text"
     log(f"data: {plural(len(train_set), 'training prompt')}, {plural(len(eval_rows), 'eval prompt')}, {shown}")
@@ -374,16 +375,35 @@ def eval_pass(r: Run, label: str) -> dict | None:
     """Phases 2 and 4: score the held-out rows with the rewards, under training's arithmetic; None without eval."""
     if not r.eval_rows or not r.is_main:
         return None
+    agent = _agent(r, f"eval {label}")
+    if agent is False:
+        return None
     t0 = time.monotonic()
-    result = scoring.score_model(r.grpo.model, r.tokenizer, r.eval_rows, r.recipe.reward_funcs, r.eval_settings, chat=r.chat)
+    result = scoring.score_model(
+        r.grpo.model, r.tokenizer, r.eval_rows, r.recipe.reward_funcs, r.eval_settings, chat=r.chat, trainer=agent
+    )
     result["seconds"] = round(time.monotonic() - t0, 1)
     rates = ", ".join(f"{k} {v['pass_rate']}" for k, v in result["rewards"].items())
     r.log(f"eval {label}: pass rate {rates} ({result['samples']} samples, {result['seconds']} s)")
+    if "tools" in result:
+        r.log(f"eval {label}: {preflight.describe_tools(result['tools'])}")
     if r.recipe["data"]["mixture"]:  # each eval row names its source: the pass rates of each
         result["sources"] = mixture.by_source([row[mixture.COLUMN] for row in r.eval_rows], result)
         each = "; ".join(f"{name} {', '.join(f'{k} {v}' for k, v in by.items())}" for name, by in result["sources"].items())
         r.log(f"eval {label} by source: pass rate {each}")
     return result
+
+
+def _agent(r: Run, what: str):
+    """The trainer, for sampling with its tool loop when the recipe has tools or an environment; None without them;
+    False (said in one line) where the loop cannot run on the main process alone: TRL gathers each batch's rewards
+    across every process, so with several the others would wait for it."""
+    if not (r.recipe.tools or r.recipe.environment):
+        return None
+    if launch.state().num_processes > 1:
+        r.log(f"{what} skipped: with tools it samples through the trainer, which needs every process (one process only)")
+        return False
+    return r.grpo
 
 
 def check_rewards(r: Run) -> None:
@@ -392,22 +412,23 @@ def check_rewards(r: Run) -> None:
     cfg = r.recipe["health"]
     if cfg["preflight"] in ("off", False) or not r.is_main or r.prepared.resume_from:
         return
-    if r.recipe.tools or r.recipe.environment:
-        r.log("health: pre-flight skipped: it samples single replies, without the tool loop training runs")
+    agent = _agent(r, "health: pre-flight")
+    if agent is False:
         return
-    rows = r.grpo.train_dataset.select(range(min(cfg["preflight_prompts"], len(r.grpo.train_dataset))))
-    stats, findings, seconds = preflight.sample_and_score(
-        r.grpo.model,
-        r.tokenizer,
-        list(rows),
-        r.recipe.reward_funcs,
-        r.recipe.weights,
-        explore.first_steps(r.recipe["training"], r.recipe["explore"]),
-        r.eval_settings,
-        chat=r.chat,
-        limits=cfg,
-    )
+    rows = list(r.grpo.train_dataset.select(range(min(cfg["preflight_prompts"], len(r.grpo.train_dataset)))))
+    training = explore.first_steps(r.recipe["training"], r.recipe["explore"])
+    if agent is not None:
+        stats, findings, seconds = preflight.sample_conversations(
+            agent, rows, r.recipe.weights, training, r.eval_settings, limits=cfg
+        )
+    else:
+        funcs, weights = r.recipe.reward_funcs, r.recipe.weights
+        stats, findings, seconds = preflight.sample_and_score(
+            r.grpo.model, r.tokenizer, rows, funcs, weights, training, r.eval_settings, chat=r.chat, limits=cfg
+        )
     r.log(f"pre-flight ({stats['total']['samples']} samples, {seconds} s): {preflight.describe(stats)}")
+    if "tools" in stats:
+        r.log(f"pre-flight: {preflight.describe_tools(stats['tools'])}")
     for finding in findings:
         r.log(finding.line())
     r.summary["health"] = {"preflight": {**stats, "seconds": seconds, "findings": [f.to_dict() for f in findings]}}

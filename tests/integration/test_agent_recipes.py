@@ -79,7 +79,8 @@ needs_environment = pytest.mark.skipif(
 def chatml_model(tmp_path_factory):
     from grpo_ext.testing import tiny
 
-    return tiny.build(tmp_path_factory.mktemp("tiny-chatml") / "model", chatml=True)
+    # room for three tools' schemas, which the tiny tokenizer spells in about 1,600 tokens
+    return tiny.build(tmp_path_factory.mktemp("tiny-chatml") / "model", chatml=True, context=2048)
 
 
 def agent_doc(tmp_path, digit_doc, model, **top) -> dict:
@@ -145,7 +146,15 @@ BAD = [
     ({"tools": ["os:system"]}, "tools[0].name: 'os:system' comes from os"),
     ({"environment": "game.py:NoReset"}, "environment: NoReset has no reset method"),
     ({"environment": "Guess"}, "environment: name a class as file.py:Class or module:Class"),
-    ({"tools": ["calculator"], "eval": {"enabled": True}}, "eval.enabled: the eval samples single replies"),
+    # a worked example that calls a tool the model is not given: it would copy a call that fails
+    (
+        {
+            "tools": ["calculator"],
+            "examples": [{"role": "user", "content": "2+3?"}, {"role": "assistant", "tool_calls": [{"name": "calc"}]}],
+        },
+        "data.examples[1].tool_calls[0].name: calls 'calc', which the recipe does not give the model",
+    ),
+    ({"tools": ["calculator"], "examples": [{"role": "user", "content": "2+3?"}]}, "data.examples: ends with a user message"),
 ]
 
 
@@ -153,8 +162,9 @@ BAD = [
 def test_each_rule_refuses_before_torch(top, start, tmp_path, digit_doc, tiny_model):
     if compat.tools_problem("tools"):
         pytest.skip("on a TRL without tools every such recipe is refused by the version rule (test below)")
-    doc = agent_doc(tmp_path, digit_doc, tiny_model, **{k: v for k, v in top.items() if k != "eval"})
-    doc["eval"].update(top.get("eval", {}))
+    doc = agent_doc(tmp_path, digit_doc, tiny_model, **{k: v for k, v in top.items() if k != "examples"})
+    if "examples" in top:
+        doc["data"]["examples"] = top["examples"]
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(doc))
     proc, _ = train_without_torch(path, False)

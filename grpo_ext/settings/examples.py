@@ -1,0 +1,93 @@
+"""Worked examples shown before every prompt (``data.examples``): chat turns, tool calls among them.
+
+A small model seldom does what it has only been told to; it copies what it has been shown. SmolLM2-135M called a
+calculator in none of 32 samples when the system prompt asked it to, and in 11 of 32 after two worked exchanges
+(docs/tools.md). The examples are plain chat messages, written in the recipe as a person reads them:
+
+    examples:
+      - {role: user, content: "Ann has 9 pens and gets 4 more. How many pens does Ann have now?"}
+      - {role: assistant, tool_calls: [{name: calculator, arguments: {expression: "9 + 4"}}]}
+      - {role: tool, name: calculator, content: "13"}
+      - {role: assistant, content: "Answer: 13"}
+
+and become the messages chat templates read (``tool_calls`` in the OpenAI form, arguments as a JSON string so
+that rows of one dataset share one column type whatever each tool's arguments are).
+"""
+
+import json
+
+from grpo_ext.core.text import shown
+from grpo_ext.core.values import kind_of
+
+ROLES = ("user", "assistant", "tool")
+SHAPE = "a list of chat messages, e.g. [{role: user, content: '2+3?'}, {role: assistant, content: '5'}]"
+
+
+def check(value, where: str = "data.examples") -> list[str]:
+    """Problems with ``data.examples``, one line each (none for null)."""
+    if value is None:
+        return []
+    if not isinstance(value, list) or not value:
+        return [f"{where}: {SHAPE}, got {kind_of(value)} {shown(value, 40)}"]
+    problems = []
+    for i, message in enumerate(value):
+        at = f"{where}[{i}]"
+        if not isinstance(message, dict) or message.get("role") not in ROLES:
+            problems.append(f"{at}: a message is a mapping with role ({', '.join(ROLES)}) and content, got {shown(message, 60)}")
+            continue
+        allowed = {"role", "content"} | ({"tool_calls"} if message["role"] == "assistant" else set())
+        allowed |= {"name"} if message["role"] == "tool" else set()
+        extra = sorted(set(message) - allowed)
+        if extra:
+            problems.append(f"{at}: a {message['role']} message takes {', '.join(sorted(allowed))}, not {', '.join(extra)}")
+        calls = message.get("tool_calls")
+        if not isinstance(message.get("content", "" if calls else None), str):
+            problems.append(f"{at}.content: the message's text, a string")
+        if calls is not None:
+            problems.extend(_check_calls(calls, f"{at}.tool_calls"))
+    if isinstance(value[-1], dict) and value[-1].get("role") == "user":
+        problems.append(f"{where}: ends with a user message; end each example with the assistant's reply")
+    return problems
+
+
+def _check_calls(calls, where: str) -> list[str]:
+    if not isinstance(calls, list) or not calls:
+        return [f"{where}: a list of calls, e.g. [{{name: calculator, arguments: {{expression: '9 + 4'}}}}]"]
+    problems = []
+    for j, call in enumerate(calls):
+        if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not isinstance(call.get("arguments", {}), dict):
+            problems.append(f"{where}[{j}]: a call is {{name: TOOL, arguments: {{ARGUMENT: VALUE}}}}, got {shown(call, 60)}")
+        elif set(call) - {"name", "arguments"}:
+            extra = ", ".join(sorted(set(call) - {"name", "arguments"}))
+            problems.append(f"{where}[{j}]: a call takes name and arguments, not {extra}")
+    return problems
+
+
+def called(value) -> list[tuple[str, str]]:
+    """(key path, tool name) of each tool call in checked examples, to hold against the recipe's tools."""
+    return [
+        (f"data.examples[{i}].tool_calls[{j}].name", call["name"])
+        for i, message in enumerate(value or [])
+        for j, call in enumerate(message.get("tool_calls") or [])
+    ]
+
+
+def messages(value) -> list[dict]:
+    """Checked examples as the messages chat templates read: every message with content, calls in the OpenAI form.
+
+    >>> shaped = messages([{"role": "assistant", "tool_calls": [{"name": "calc", "arguments": {"x": "1+1"}}]}])
+    >>> shaped[0]["content"], shaped[0]["tool_calls"]
+    ('', [{'type': 'function', 'function': {'name': 'calc', 'arguments': '{"x": "1+1"}'}}])
+    """
+    out = []
+    for message in value or []:
+        shaped = {"role": message["role"], "content": message.get("content") or ""}
+        if message.get("name"):
+            shaped["name"] = message["name"]
+        if message.get("tool_calls"):
+            shaped["tool_calls"] = [
+                {"type": "function", "function": {"name": c["name"], "arguments": json.dumps(c.get("arguments") or {})}}
+                for c in message["tool_calls"]
+            ]
+        out.append(shaped)
+    return out

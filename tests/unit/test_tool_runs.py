@@ -1,0 +1,160 @@
+"""A recipe with tools, read and reported: the worked examples of ``data.examples`` (checked, then shaped as chat
+templates read them and put before each prompt), conversations summarised for the run's health (calls, calls the
+parser could not read, errors back) and shown as a person reads them, the watchdog's two tool rules on metric
+streams, and the Tools section of summary.json and report.md."""
+
+import pytest
+
+from grpo_ext.results import report, watchdog
+from grpo_ext.run import data, rollouts
+from grpo_ext.settings import examples
+
+CALL = {"name": "calculator", "arguments": {"expression": "9 + 4"}}
+WORKED = [
+    {"role": "user", "content": "Ann has 9 pens and gets 4 more. How many?"},
+    {"role": "assistant", "tool_calls": [CALL]},
+    {"role": "tool", "name": "calculator", "content": "13"},
+    {"role": "assistant", "content": "Answer: 13"},
+]
+
+EXAMPLE_PROBLEMS = [
+    # (data.examples, the start of each problem line)
+    (None, []),  # no examples: nothing to check
+    (WORKED, []),  # a worked call, as docs/tools.md shows it
+    ("Answer: 13", ["data.examples: a list of chat messages"]),  # one string is not a conversation
+    ([], ["data.examples: a list of chat messages"]),  # empty: say so rather than show nothing
+    ([{"role": "bot", "content": "x"}], ["data.examples[0]: a message is a mapping with role"]),  # no such role
+    ([{"role": "user", "content": 5}, {"role": "assistant", "content": "5"}], ["data.examples[0].content: the message's text"]),
+    ([{"role": "user", "content": "a", "tool_calls": [CALL]}, {"role": "assistant", "content": "b"}], ["data.examples[0]: a"]),
+    ([{"role": "assistant", "tool_calls": "calculator(9+4)"}], ["data.examples[0].tool_calls: a list of calls"]),
+    ([{"role": "assistant", "tool_calls": [{"name": "calculator", "args": {}}]}], ["data.examples[0].tool_calls[0]: a call t"]),
+    ([{"role": "assistant", "tool_calls": [{"arguments": {}}]}], ["data.examples[0].tool_calls[0]: a call is"]),
+    ([{"role": "user", "content": "2+3?"}], ["data.examples: ends with a user message"]),  # the prompt itself comes next
+]
+
+
+@pytest.mark.parametrize(("value", "starts"), EXAMPLE_PROBLEMS)
+def test_examples_are_checked(value, starts):
+    problems = examples.check(value)
+    assert len(problems) == len(starts), problems
+    for problem, start in zip(problems, starts, strict=True):
+        assert problem.startswith(start) and "\n" not in problem
+
+
+def test_examples_become_the_messages_templates_read_before_each_prompt():
+    shaped = examples.messages(WORKED)
+    assert shaped[1] == {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"type": "function", "function": {"name": "calculator", "arguments": '{"expression": "9 + 4"}'}}],
+    }
+    assert shaped[2] == {"role": "tool", "content": "13", "name": "calculator"}
+    text = data.format_prompt("Bob has 8 cards?", "Use the calculator.", True, shaped)
+    assert [m["role"] for m in text] == ["system", "user", "assistant", "tool", "assistant", "user"]
+    assert text[-1] == {"role": "user", "content": "Bob has 8 cards?"}
+    own = data.format_prompt([{"role": "system", "content": "mine"}, {"role": "user", "content": "q"}], "theirs", True, shaped)
+    assert [m.get("content") for m in own][:2] == ["mine", "Ann has 9 pens and gets 4 more. How many?"]  # its own system first
+    assert examples.called(WORKED) == [("data.examples[1].tool_calls[0].name", "calculator")]
+
+
+def test_examples_need_chat():
+    with pytest.raises(Exception, match="data.examples: worked examples are chat turns"):
+        data.format_prompt("q", None, False, examples.messages(WORKED))
+
+
+def conversation(*turns):
+    return [dict(t) for t in turns]
+
+
+CALLED = conversation(
+    {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": CALL}]},
+    {"role": "tool", "name": "calculator", "content": "13"},
+    {"role": "assistant", "content": "Answer: 13"},
+)
+FAILED = conversation(
+    {"role": "assistant", "content": "", "tool_calls": [{"type": "function", "function": {"name": "calc", "arguments": {}}}]},
+    {"role": "tool", "name": "calc", "content": "{'error': 'Tool calc not found.'}"},  # TRL's words for a failed call
+    {"role": "assistant", "content": "Answer: 3"},
+)
+UNREAD = conversation({"role": "assistant", "content": '<tool_call>\n{"name": "calculator", "arguments": {9 + 4}}'})
+PLAIN = conversation({"role": "assistant", "content": "Answer: 12"})
+
+
+def test_tool_counts_of_conversations():
+    done = rollouts.Rollouts(completions=[CALLED, FAILED, UNREAD, PLAIN], completion_ids=[[1]] * 4, scores={})
+    assert done.tool_counts() == {
+        "samples": 4,
+        "called": 0.5,  # CALLED and FAILED
+        "unread_call": 0.25,  # a call written that the parser could not read
+        "error_back": 0.25,
+        "calls_per_sample": 0.5,
+        "errors_per_call": 0.5,
+    }
+    assert rollouts.Rollouts().tool_counts()["called"] == 0
+
+
+@pytest.mark.parametrize(
+    ("content", "error"),
+    [
+        ("{'error': 'boom'}", True),  # TRL's result for a tool that raised
+        ("error: division by zero", True),  # the library's tools answer bad input so
+        ("13", False),
+        (None, False),
+        ("the error was yours", False),  # the word alone is not an error result
+    ],
+)
+def test_error_results(content, error):
+    assert rollouts.is_error(content) is error
+
+
+def test_transcript_shows_calls_and_results():
+    assert rollouts.transcript(CALLED) == '→ calculator({"expression": "9 + 4"})\n← 13\nAnswer: 13'
+    assert rollouts.transcript("plain text") == "plain text"
+
+
+def steps(n, **metrics):
+    named = {key.replace("__", "/"): value for key, value in metrics.items()}
+    return [{"step": s, "reward": 0.1, "loss": 0.1, **named} for s in range(1, n + 1)]
+
+
+TOOL_CASES = [
+    # (records, the rules fired with their steps)
+    (steps(8, tools__call_frequency=0.0, tools__failure_frequency=0.0), [("tools_never_called", 8)]),
+    (steps(7, tools__call_frequency=0.0, tools__failure_frequency=0.0), []),  # shorter than tool_steps
+    (steps(8, tools__call_frequency=0.5, tools__failure_frequency=0.75), [("tool_calls_failing", 8)]),
+    (steps(8, tools__call_frequency=0.5, tools__failure_frequency=0.25), []),  # most calls work
+    (steps(8, tools__call_frequency=1.0, tools__failure_frequency=0.0), []),  # a model that uses its tool
+    (steps(8), []),  # a recipe without tools: TRL logs no tools/ metrics
+]
+
+
+@pytest.mark.parametrize(("records", "expected"), TOOL_CASES)
+def test_watchdog_tool_rules(records, expected):
+    dog = watchdog.Watchdog()
+    fired = [(f.rule, f.step) for record in records for f in dog.update(record) if f.rule.startswith("tool")]
+    assert fired == expected
+    for finding in dog.findings:
+        assert "remedy: " in finding.line() and "\n" not in finding.line()
+
+
+def test_the_watchdog_leaves_a_solved_run_without_calls_alone():
+    records = steps(8, tools__call_frequency=0.0, tools__failure_frequency=0.0)
+    records = [{**r, "reward": 1.0, "rewards/math_accuracy/mean": 1.0} for r in records]
+    assert not [f for r in records for f in watchdog.Watchdog().update(r)]
+
+
+def test_summary_and_report_say_how_tools_were_used():
+    records = steps(2, tools__call_frequency=0.25, tools__failure_frequency=0.0)
+    records[1]["tools/call_frequency"] = 1.0
+    used = report.tool_use(records)
+    assert used == {
+        "calls_per_completion_first": 0.25,
+        "calls_per_completion_last": 1.0,
+        "calls_per_completion_mean": 0.625,
+        "failed_share_mean": 0.0,
+    }
+    counts = {"samples": 8, "called": 0.25, "unread_call": 0.125, "error_back": 0.0, "calls_per_sample": 0.25}
+    lines = report.tools_markdown({"tools": used, "eval_before": {"tools": counts}, "eval_after": None})
+    assert "| before | 8 | 25% | 12% | 0% | 0.25 |" in lines
+    assert any("from 0.25 at the first step to 1 at the last" in line for line in lines)
+    assert report.tools_markdown({}) == [] and report.tool_use(steps(2)) is None

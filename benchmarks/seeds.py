@@ -8,7 +8,8 @@
 Each contestant trains the recipe once per seed (``grpo-ext train RECIPE seed=N ...`` in its
 own process, checkpoints off) and is judged by the run's own held-out ``eval after``: a seed counts as
 solved when the pass rate of ``--metric`` reaches ``--solved`` (0.9). The shipped recipe always runs
-first as ``shipped``; the candidates add their overrides to it. Seeds alternate between contestants so
+first as ``shipped``; the candidates add their overrides to it, or name a recipe of their own with ``recipe=PATH``
+among them (``--candidate "tools: recipe=recipes/arith-tools.yaml"``). Seeds alternate between contestants so
 that a slow patch of the machine hits all of them alike. The last lines compare each candidate with the
 shipped recipe: seeds solved, mean pass rate after, median wall time per run, and the median training seconds until
 a training batch first scored ``--metric`` at 0.9 on average (seeds where both did). With ``--keep DIR`` each run
@@ -54,6 +55,9 @@ def candidate(text: str) -> tuple[str, list[str]]:
 
 
 def run_once(recipe: str, seed: int, overrides: list[str], metric: str, out: Path) -> dict:
+    own = [o for o in overrides if o.startswith("recipe=")]  # a candidate that is a recipe of its own
+    recipe = own[-1].removeprefix("recipe=") if own else recipe
+    overrides = [o for o in overrides if not o.startswith("recipe=")]
     cmd = [
         sys.executable,
         "-m",

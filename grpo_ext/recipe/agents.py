@@ -6,7 +6,7 @@ for what TRL will need of it at run time, before torch loads.
       - name: lookup                        # a library factory, called with args; paths are the recipe's
         args: {path: data/capitals.csv}
       - mytools.py:weather                  # a function of your own, file relative to the recipe
-    environment: game.py:GuessingGame       # a class: one instance per rollout, reset() before each
+    environment: game.py:GuessingGame       # a class (or a library one: guess_number): one instance per rollout
     training:
       max_tool_calling_iterations: 4        # tool calls a completion may make
 
@@ -19,16 +19,16 @@ import inspect
 from pathlib import Path
 
 from grpo_ext.core import references
+from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import shown
 from grpo_ext.core.values import kind_of
 from grpo_ext.recipe.read import absolute_path
 from grpo_ext.settings import compat, examples
-from grpo_ext.tools import check_environment, check_names, check_tool, library
+from grpo_ext.tools import check_environment, check_names, check_tool, environments, library
 from grpo_ext.tools.checks import tool_methods
 
 PATH_ARGS = ("path", "folder")  # the library factories' file and folder arguments, relative to the recipe
-ENVIRONMENT = references.Kind("environment", {}, "grpo_ext.environments", "docs/tools.md")
 
 
 def check(top: dict, base_dir: Path, problems: list[str]) -> tuple[list, object | None]:
@@ -58,6 +58,17 @@ def check(top: dict, base_dir: Path, problems: list[str]) -> tuple[list, object 
             names.update({f"environment.{n}": n for n in tool_methods(environment)})
     problems.extend(check_names(names))
     return built, environment
+
+
+def single_replies(recipe, verb: str) -> None:
+    """RecipeError for a verb that samples single replies (``grpo-ext eval``, its checkpoint sweep, ``filter``, the
+    merge check) given a recipe with tools or an environment: its scores would not be the tool loop's."""
+    if recipe.tools or recipe.environment:
+        raise RecipeError(
+            f"{verb}: the recipe has tools or an environment, and {verb} samples single replies without the tool loop, "
+            "so its scores would not mean what training's do; the run's own eval before and after plays the tool loop "
+            "(eval_before and eval_after in its summary.json)"
+        )
 
 
 def check_calls(turns: list[dict], tools: list, environment) -> list[str]:
@@ -98,11 +109,12 @@ def _tool(entry, where: str, base_dir: Path, problems: list[str]):
 
 
 def _environment(ref, base_dir: Path, problems: list[str]):
-    if not isinstance(ref, str) or not references.is_reference(ref):
-        problems.append(f"environment: name a class as file.py:Class or module:Class, got {shown(ref)}")
+    if not isinstance(ref, str) or not ref.strip():
+        names = ", ".join(environments.REGISTRY)
+        problems.append(f"environment: name a class: a library one ({names}), file.py:Class or module:Class, got {shown(ref)}")
         return None
     try:
-        cls = references.import_reference(ENVIRONMENT, ref, base_dir)
+        cls, _ = references.find(environments.KIND, ref, base_dir)
     except LookupError as exc:
         problems.append(f"environment: {exc}")
         return None

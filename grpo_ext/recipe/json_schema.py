@@ -103,8 +103,8 @@ def reward_schema() -> dict:
     by_model["required"] = ["model"]
     return {
         "type": "array",
-        "minItems": 1,
-        "description": "rewards by name (grpo-ext rewards lists them), a module:function path or a file.py:function",
+        "description": "rewards by name (grpo-ext rewards lists them), a module:function path or a file.py:function; "
+        "[] when the environment's get_reward is the reward",
         "items": {"anyOf": [{"type": "string", "minLength": 1}, entry, by_model]},
     }
 
@@ -133,6 +133,9 @@ def json_schema() -> dict:
         "properties": properties,
         "required": [key for key, spec in TOP_LEVEL.items() if spec.required],
         "additionalProperties": False,
+        # at least one reward, unless an environment is given (whose get_reward may be the reward)
+        "if": {"not": {"required": ["environment"]}},
+        "then": {"properties": {"rewards": {"minItems": 1}}},
     }
 
 

@@ -77,7 +77,9 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             ("list", "null"), None, doc="held-out prompts scored before and after training: strings or {prompt: ..., answer: ...}"
         ),
         "eval_file": Spec(("str", "null"), None, doc="held-out rows from a file (same formats as file)"),
-        "source": Spec(("str", "null"), None, doc="a built-in generator of prompts with answers: arith"),
+        "source": Spec(
+            ("str", "null"), None, doc="a built-in generator of rows: arith (word problems), guess (guess_number games)"
+        ),
         "source_args": Spec(("dict",), {}, doc="keyword arguments for the generator"),
         "hub": Spec(("str", "null"), None, doc="a Hugging Face Hub dataset id (org/name)"),
         "hub_config": Spec(("str", "null"), None, doc="the hub dataset's configuration name"),

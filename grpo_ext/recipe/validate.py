@@ -159,9 +159,9 @@ def _model_reward(entry: dict, where: str, base_dir: Path, problems: list[str]) 
     return {**entry, "name": "reward_model", "args": {"model": named, **args}}
 
 
-def _check_rewards(value: list, base_dir: Path, problems: list[str]) -> list[dict]:
+def _check_rewards(value: list, base_dir: Path, problems: list[str], environment: bool = False) -> list[dict]:
     out = []
-    if not value:
+    if not value and not environment:  # an environment's get_reward may be the whole reward (checked in agents)
         problems.append("rewards: is empty; name at least one reward (see `grpo-ext rewards`)")
     for i, entry in enumerate(value):
         where = f"rewards[{i}]"
@@ -440,7 +440,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     if sections["groups"] is not None and sections["groups"].get("dynamic_sampling", False) is None:
         sections["groups"]["dynamic_sampling"] = top.get("algorithm") == "dapo"  # DAPO's own, the preset turns it on
     model, data, evaluation, explore = sections["model"], sections["data"], sections["eval"], sections["explore"]
-    entries = _check_rewards(top["rewards"], base_dir, problems) if "rewards" in top else []
+    entries = _check_rewards(top["rewards"], base_dir, problems, top.get("environment") is not None) if "rewards" in top else []
     training = dict(top["training"]) if "training" in top else None
     columns = {}
     origins: dict[str, str] = {}
@@ -466,6 +466,13 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         if columns and (evaluation or {}).get("enabled"):  # the data section passed its own checks; rows are held out with eval
             problems.extend(_check_hold_out(data, lambda key: compat.effective(training, key), base_dir))
     tools, environment = agents.check(top, base_dir, problems)
+    if (
+        "rewards" in top
+        and not top["rewards"]
+        and environment is not None
+        and not callable(getattr(environment, "get_reward", None))
+    ):
+        problems.append("rewards: is empty and the environment has no get_reward; name a reward, or give the environment one")
     if data is not None and not problems:  # the examples' calls are held against tools that were all found
         problems.extend(agents.check_calls(_all_examples(data), tools, environment))
     resolved = _build_rewards(entries, base_dir, problems)

@@ -58,7 +58,7 @@ def _unread_call(message: dict) -> bool:
 def _eval_sampling(trainer, samples: int, temperature: float, max_new_tokens: int):
     """The trainer's sampling settings for an eval while it runs: ``samples`` per prompt, at ``temperature``, up to
     ``max_new_tokens`` tokens a conversation (the tool results count, as in training)."""
-    config = trainer.generation_config
+    config = getattr(trainer, "generation_config", None)  # the transformers generation path's; vLLM samples as training
     saved = (trainer.num_generations_eval, trainer.max_completion_length)
     kept = {k: getattr(config, k) for k in ("temperature", "max_new_tokens", "do_sample")} if config is not None else {}
     trainer.num_generations_eval, trainer.max_completion_length = samples, max_new_tokens

@@ -1,7 +1,8 @@
 """Built-in generators of prompts with answers (``data.source``), plain Python.
 
-A generator returns (training rows, eval rows); each row has a ``prompt`` and an ``answer`` column
-(GSM8K style: working, then ``#### n``), so ``math_accuracy`` scores it as it scores GSM8K.
+A generator returns (training rows, eval rows). ``arith``'s rows have a ``prompt`` and an ``answer`` column
+(GSM8K style: working, then ``#### n``), so ``math_accuracy`` scores it as it scores GSM8K; ``guess``'s rows are games
+of the ``guess_number`` environment, with the ``secret`` it reads.
 """
 
 import inspect
@@ -48,7 +49,27 @@ def arith(train: int = 256, held_out: int = 32, max_operand: int = 20, seed: int
     return rows[:train], rows[train:]
 
 
-GENERATORS = {"arith": arith}
+def guess(train: int = 128, held_out: int = 32, low: int = 1, high: int = 9, seed: int = 0) -> tuple[list[dict], list[dict]]:
+    """Games of the library's ``guess_number`` environment: a prompt stating the range, and the ``secret`` (with
+    ``low`` and ``high``) that the environment's ``reset`` reads; secrets drawn uniformly by ``seed``. The held-out
+    games share the prompt and draw their own secrets: what is learnt is the game, not a number.
+
+    >>> train_rows, eval_rows = guess(train=2, held_out=1, seed=0)
+    >>> sorted(train_rows[0]), train_rows[0]["secret"]
+    (['high', 'low', 'prompt', 'secret'], 7)
+    """
+    if not low < high:
+        raise ValueError(f"low={low} must be below high={high}")
+    rng = random.Random(seed)
+    prompt = (
+        f"I am thinking of a whole number from {low} to {high}. Find it: call guess with a number, and I will say "
+        "higher, lower or right."
+    )
+    rows = [{"prompt": prompt, "secret": rng.randint(low, high), "low": low, "high": high} for _ in range(train + held_out)]
+    return rows[:train], rows[train:]
+
+
+GENERATORS = {"arith": arith, "guess": guess}
 
 
 def check_source(name: str, args: dict) -> list[str]:

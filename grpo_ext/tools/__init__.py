@@ -1,5 +1,6 @@
-"""Layer 3, tools: functions the model may call while it generates, the library of shipped ones (``library.py``) and
-the checks that a tool or an environment is one TRL can use (``checks.py``). Imports ``core``.
+"""Layer 3, tools: functions the model may call while it generates, the library of shipped ones (``library.py``), the
+library's environments (``environments.py``: ``guess_number``) and the checks that a tool or an environment is one TRL
+can use (``checks.py``). Imports ``core``.
 
 A tool is a plain Python function that GRPOTrainer (``tools=[...]``, TRL 1.x with transformers 5) shows the model in
 the chat template and runs when the model calls it: its name is what the model calls, its type hints and its

@@ -18,7 +18,7 @@ from pathlib import Path
 from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import exists, write_atomic
-from grpo_ext.recipe import Recipe, load
+from grpo_ext.recipe import Recipe, agents, load
 from grpo_ext.results import report, scoring
 from grpo_ext.run import data, hardware, models
 
@@ -181,6 +181,7 @@ def evaluate_models(
     rewards; print the table and a few samples; write eval.json and eval.md to ``out`` (an earlier eval there
     is replaced only with ``overwrite``). Returns the result."""
     recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
+    agents.single_replies(recipe, "grpo-ext eval")
     dest = Path(out) if out else default_out(recipe)
     if (dest / "eval.json").exists() and not overwrite:
         raise RecipeError(

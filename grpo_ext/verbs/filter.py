@@ -32,7 +32,7 @@ from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import exists, resolve_path, write_atomic
 from grpo_ext.core.text import plural, suggest
-from grpo_ext.recipe import Recipe, load
+from grpo_ext.recipe import Recipe, agents, load
 from grpo_ext.results import plots, scoring
 from grpo_ext.run import data, hardware, models
 from grpo_ext.settings import datafiles
@@ -372,6 +372,7 @@ def filter_rows(
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise RecipeError(f"--k {k}: sample each prompt at least once; give a whole number, e.g. --k {K}")
     recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
+    agents.single_replies(recipe, "grpo-ext filter")
     reward = _reward(recipe, reward)
     dest = Path(out).expanduser() if out else default_out(recipe)
     _check_out(dest, _data_path(recipe["data"], recipe.base_dir))

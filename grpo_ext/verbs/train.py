@@ -172,7 +172,10 @@ def dry_run(recipe: Recipe) -> None:
     print(f"training: {adapters.describe(recipe['model'])}")
     if recipe.data.get("algorithm"):
         print(f"algorithm: {recipe['algorithm']} ({variants.VARIANTS[recipe['algorithm']].paper}); keys the recipe sets win")
-    print("rewards: " + ", ".join(f"{name} (weight {w})" for name, w in zip(recipe.reward_names, recipe.weights, strict=True)))
+    named = [f"{name} (weight {w})" for name, w in zip(recipe.reward_names, recipe.weights, strict=True)]
+    if callable(getattr(recipe.environment, "get_reward", None)):  # TRL adds it as a reward of weight 1
+        named.append(f"{recipe.environment.__name__} (the environment's get_reward, weight 1.0)")
+    print("rewards: " + ", ".join(named))
     if recipe.tools or recipe.environment:
         where = f", and an environment per completion ({recipe['environment']})" if recipe.environment else ""
         print(f"tools the model sees{where}:")

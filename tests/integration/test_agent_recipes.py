@@ -145,7 +145,8 @@ BAD = [
     ({"tools": ["calculator", "grpo_ext.tools.library:calculator"]}, "tools[0] and tools[1] are both named 'calculator'"),
     ({"tools": ["os:system"]}, "tools[0].name: 'os:system' comes from os"),
     ({"environment": "game.py:NoReset"}, "environment: NoReset has no reset method"),
-    ({"environment": "Guess"}, "environment: name a class as file.py:Class or module:Class"),
+    ({"environment": "Guess"}, "environment: unknown environment 'Guess'"),  # neither the library's nor a file's
+    ({"environment": "guess_numbr"}, "environment: unknown environment 'guess_numbr'; did you mean 'guess_number'?"),
     # a worked example that calls a tool the model is not given: it would copy a call that fails
     (
         {

@@ -12,6 +12,8 @@ import yaml
 
 from grpo_ext import cli
 from grpo_ext.settings import compat
+from grpo_ext.verbs import evaluate, sweep
+from grpo_ext.verbs import filter as pass_filter
 
 pytestmark = pytest.mark.skipif(compat.tools_problem("tools") is not None, reason="tools need trl>=0.26, transformers>=5")
 
@@ -47,8 +49,8 @@ def scripted(calls: bool):
 def chatml_model(tmp_path_factory):
     from grpo_ext.testing import tiny
 
-    # room for the calculator's schema, which the tiny tokenizer spells in about 300 tokens
-    return tiny.build(tmp_path_factory.mktemp("tiny-chatml") / "model", chatml=True, context=1024)
+    # room for a tool's schema and four calls, which the tiny tokenizer spells in about 300 and 80 tokens each
+    return tiny.build(tmp_path_factory.mktemp("tiny-chatml") / "model", chatml=True, context=2048)
 
 
 def tool_recipe(tmp_path, model) -> dict:
@@ -97,3 +99,70 @@ def test_eval_and_preflight_run_the_tool_loop(calls, tmp_path, chatml_model, no_
     else:
         assert "health: warning before step 1: none of the 4 samples called a tool" in err
         assert pre["findings"][-1]["rule"] == "preflight_tools_unused"
+
+
+def bisecting(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+    """A policy that plays the guessing game by halving the range after each answer, as a scripted model."""
+    tokenizer = self.processing_class
+    out = []
+    for ids in prompt_ids:
+        game = tokenizer.decode(ids).rsplit("I am thinking of", 1)[-1]
+        low, high = map(int, re.search(r"from (\d+) to (\d+)", game).groups())
+        guesses = [int(g) for g in re.findall(r'"number": (\d+)', game)]
+        answers = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", game, re.S)
+        for g, answer in zip(guesses, answers, strict=False):
+            low, high = (g + 1, high) if answer == "higher" else (low, g - 1) if answer == "lower" else (g, g)
+        if answers and answers[-1].startswith("right"):
+            reply = "Found it."
+        else:
+            reply = f"<tool_call>\n{json.dumps({'name': 'guess', 'arguments': {'number': (low + high) // 2}})}\n</tool_call>"
+        out.append(tokenizer.encode(reply + "<|im_end|>", add_special_tokens=False))
+    return out, None
+
+
+needs_environment = pytest.mark.skipif(
+    compat.tools_problem("environment") is not None, reason="environments need trl>=1.8, transformers>=5.2"
+)
+
+
+@needs_environment
+def test_the_library_game_is_played_and_scored_by_its_reward(tmp_path, chatml_model, no_hub, monkeypatch, capsys):
+    """``guess_number`` with ``data.source: guess`` and no reward but the game's own: a policy that halves the range
+    wins every game within 4 guesses of 1 to 9, in the eval as in training."""
+    from trl import GRPOTrainer
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", bisecting)
+    doc = tool_recipe(tmp_path, chatml_model)
+    doc.pop("tools")
+    doc["data"] = {"source": "guess", "source_args": {"train": 4, "held_out": 3}}
+    doc["environment"] = "guess_number"
+    doc["rewards"] = []
+    doc["training"].update(max_tool_calling_iterations=4, max_completion_length=600)
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert cli.main(["train", str(path), "--dry-run"]) == 0
+    assert "rewards: GuessNumber (the environment's get_reward, weight 1.0)" in capsys.readouterr().out
+    assert cli.main(["train", str(path)]) == 0
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert summary["eval_before"]["rewards"]["GuessNumber"]["pass_rate"] == 1.0
+    assert summary["health"]["preflight"]["rewards"]["GuessNumber"]["mean"] == 1.0
+    assert 1 <= summary["eval_before"]["tools"]["calls_per_sample"] <= 4
+
+
+@pytest.mark.parametrize(
+    ("verb", "call"),
+    [
+        ("grpo-ext eval", lambda recipe, run: evaluate.evaluate_models(recipe, [run])),
+        ("grpo-ext eval --checkpoints", lambda recipe, run: sweep.sweep(recipe, run)),
+        ("grpo-ext filter", lambda recipe, run: pass_filter.filter_rows(recipe)),
+    ],
+)
+def test_verbs_that_sample_single_replies_refuse_a_tool_recipe(verb, call, tmp_path, chatml_model):
+    """Their scores would not be the tool loop's: refused in one line naming the run's own eval, nothing loaded."""
+    from grpo_ext.core.errors import RecipeError
+
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(tool_recipe(tmp_path, chatml_model)))
+    with pytest.raises(RecipeError, match=f"{verb}: the recipe has tools or an environment"):
+        call(str(path), str(tmp_path))
+    assert not (tmp_path / "run").exists()

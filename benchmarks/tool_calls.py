@@ -19,9 +19,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from grpo_ext.core.text import plural  # noqa: E402
 from grpo_ext.recipe import load  # noqa: E402
 from grpo_ext.run import chat_tools, data, models  # noqa: E402
 from grpo_ext.settings import examples  # noqa: E402
+from grpo_ext.tools.checks import tool_methods  # noqa: E402
 
 CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)
 
@@ -62,13 +64,18 @@ def main() -> None:
     model, tokenizer, _ = models.load(recipe["model"], recipe.base_dir, lambda _line: None)
     chat_tools.prepare(tokenizer, recipe["model"], recipe.base_dir, lambda _line: None)
     tools = {fn.__name__: fn for fn in recipe.tools}
+    if recipe.environment is not None:  # its methods, on a game reset with the first training row
+        first = data.train_rows(recipe["data"], recipe.base_dir, 1)[0]
+        game = recipe.environment()
+        game.reset(**first)
+        tools |= {name: getattr(game, name) for name in tool_methods(recipe.environment)}
     shots = exchanges(examples.messages(recipe["data"]["examples"]))
     system = recipe["data"]["system_prompt"]
     setups = {
         "the system prompt": (system, []),
         "the system prompt and one worked exchange": (system, shots[:1]),
-        f"{len(shots)} worked exchanges, no system prompt": (None, shots),
-        f"the system prompt and {len(shots)} worked exchanges": (system, shots),
+        f"{plural(len(shots), 'worked exchange')}, no system prompt": (None, shots),
+        f"the system prompt and {plural(len(shots), 'worked exchange')}": (system, shots),
     }
     prompts = [row["prompt"] for row in data.train_rows(recipe["data"], recipe.base_dir, args.prompts)]
     n = len(prompts) * args.samples

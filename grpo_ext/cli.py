@@ -38,6 +38,7 @@ from grpo_ext.core.text import first_line, suggest
 from grpo_ext.recipe import json_schema, load, parse_override
 from grpo_ext.rewards import registry
 from grpo_ext.settings import compat, shapes, variants
+from grpo_ext.tools import environments
 from grpo_ext.tools import library as tool_library
 from grpo_ext.verbs import doctor, evaluate, merge, plan, push, sweep, train
 from grpo_ext.verbs import filter as pass_filter  # the module is named for its command; the builtin stays usable here
@@ -156,8 +157,10 @@ def cmd_rewards_show(args) -> None:
 
 
 def cmd_tools(_args) -> None:
-    """``grpo-ext tools [ls]``: every library tool with its one-line description."""
+    """``grpo-ext tools [ls]``: every library tool with its one-line description, then the library's environments."""
     _listing(tool_library.KIND)
+    print("\nenvironments (environment: NAME):")
+    _listing(environments.KIND)
 
 
 def cmd_tools_show(args) -> None:

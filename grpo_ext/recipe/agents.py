@@ -45,6 +45,9 @@ def check(top: dict, base_dir: Path, problems: list[str]) -> tuple[list, object 
         if problem:
             problems.append(problem)
             return [], None
+    if (top.get("data") or {}).get("chat") is False:
+        key = "tools" if entries else "environment"
+        problems.append(f"{key}: the model sees its tools through the chat template, and data.chat is false; set data.chat: auto")
     built, names = [], {}
     for i, entry in enumerate(entries):
         tool = _tool(entry, f"tools[{i}]", base_dir, problems)
@@ -74,12 +77,22 @@ def single_replies(recipe, verb: str) -> None:
 def check_calls(turns: list[dict], tools: list, environment) -> list[str]:
     """Each tool call of the worked examples (``data.examples``) names a tool the model is shown: one it copied from
     an example that it may not call would be a call that fails."""
-    known = [getattr(t, "__name__", "") for t in tools] + (tool_methods(environment) if environment is not None else [])
+    methods = [getattr(environment, n) for n in tool_methods(environment)] if environment is not None else []
+    known = {getattr(t, "__name__", ""): t for t in [*tools, *methods]}
     problems = []
-    for where, name in examples.called(turns):
+    for where, name, arguments in examples.called(turns):
         if name not in known:
             have = f"its tools are {', '.join(known)}" if known else "it has no tools: or environment:"
-            problems.append(f"{where}: calls {name!r}, which the recipe does not give the model ({have})")
+            what = "calls" if arguments is not None else "is a result of"
+            problems.append(f"{where}.name: {what} {name!r}, which the recipe does not give the model ({have})")
+            continue
+        params = [p for p in inspect.signature(known[name]).parameters if p != "self"]
+        wrong = sorted(set(arguments or {}) - set(params))
+        if wrong:
+            problems.append(
+                f"{where}.arguments: {name} takes {', '.join(params) or 'no arguments'}, not {', '.join(wrong)}; "
+                "the model copies the call it is shown"
+            )
     return problems
 
 

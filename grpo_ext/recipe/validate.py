@@ -220,6 +220,8 @@ def _check_sources(d: dict, given: dict, eval_enabled: bool, base_dir: Path) -> 
     if d.get("source") is not None:
         problems.extend(generators.check_source(d["source"], d.get("source_args", {})))
     problems.extend(examples.check(d.get("examples")))
+    if d.get("examples") and d.get("chat") is False:
+        problems.append("data.examples: worked examples are chat turns, and data.chat is false; set data.chat: auto or drop them")
     fraction = d.get("eval_fraction")
     if fraction is not None and not 0 < fraction < 1:
         problems.append(f"data.eval_fraction: {fraction} is not between 0 and 1; e.g. 0.1 holds out a tenth of the rows")

@@ -28,12 +28,17 @@ def check(value, where: str = "data.examples") -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not value:
-        return [f"{where}: {SHAPE}, got {kind_of(value)} {shown(value, 40)}"]
+        got = "an empty list" if value == [] else f"{kind_of(value)} {shown(value, 40)}"
+        return [f"{where}: {SHAPE}, got {got}"]
     problems = []
     for i, message in enumerate(value):
         at = f"{where}[{i}]"
-        if not isinstance(message, dict) or message.get("role") not in ROLES:
-            problems.append(f"{at}: a message is a mapping with role ({', '.join(ROLES)}) and content, got {shown(message, 60)}")
+        if not isinstance(message, dict):
+            problems.append(f"{at}: a message is a mapping with a role ({', '.join(ROLES)}), got {shown(message, 60)}")
+            continue
+        if message.get("role") not in ROLES:
+            role, roles = shown(message.get("role")), ", ".join(ROLES)
+            problems.append(f"{at}.role: {role} is not a role of an example; use {roles} (a system prompt: data.system_prompt)")
             continue
         allowed = {"role", "content"} | ({"tool_calls"} if message["role"] == "assistant" else set())
         allowed |= {"name"} if message["role"] == "tool" else set()
@@ -41,10 +46,16 @@ def check(value, where: str = "data.examples") -> list[str]:
         if extra:
             problems.append(f"{at}: a {message['role']} message takes {', '.join(sorted(allowed))}, not {', '.join(extra)}")
         calls = message.get("tool_calls")
-        if not isinstance(message.get("content", "" if calls else None), str):
-            problems.append(f"{at}.content: the message's text, a string")
-        if calls is not None:
+        content = message.get("content", "" if calls else None)
+        if not isinstance(content, str):
+            problems.append(f"{at}.content: the message's text, a string, got {kind_of(content)} {shown(content, 40)}")
+        if calls is not None and message["role"] == "assistant":
             problems.extend(_check_calls(calls, f"{at}.tool_calls"))
+            following = value[i + 1] if i + 1 < len(value) else None
+            if not isinstance(following, dict) or following.get("role") != "tool":
+                problems.append(f"{at}: calls a tool, and no tool result follows; give each call its result (role: tool)")
+        if message["role"] == "tool" and not isinstance(message.get("name"), str):
+            problems.append(f"{at}.name: a tool result names the tool that gave it, e.g. name: calculator")
     if isinstance(value[-1], dict) and value[-1].get("role") == "user":
         problems.append(f"{where}: ends with a user message; end each example with the assistant's reply")
     return problems
@@ -63,13 +74,16 @@ def _check_calls(calls, where: str) -> list[str]:
     return problems
 
 
-def called(value) -> list[tuple[str, str]]:
-    """(key path, tool name) of each tool call in checked examples, to hold against the recipe's tools."""
-    return [
-        (f"data.examples[{i}].tool_calls[{j}].name", call["name"])
-        for i, message in enumerate(value or [])
-        for j, call in enumerate(message.get("tool_calls") or [])
-    ]
+def called(value) -> list[tuple[str, str, dict | None]]:
+    """(key path, tool name, arguments or None) of each tool call and each tool result in checked examples, to hold
+    against the recipe's tools."""
+    found = []
+    for i, message in enumerate(value or []):
+        for j, call in enumerate(message.get("tool_calls") or []):
+            found.append((f"data.examples[{i}].tool_calls[{j}]", call["name"], call.get("arguments") or {}))
+        if message["role"] == "tool":
+            found.append((f"data.examples[{i}]", message["name"], None))
+    return found
 
 
 def messages(value) -> list[dict]:

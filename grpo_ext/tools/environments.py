@@ -9,8 +9,10 @@ from grpo_ext.core import references
 
 
 class GuessNumber:
-    """A number-guessing game: the row's ``secret`` is a whole number in a range the prompt states; the model calls
-    ``guess`` and is told higher, lower or right. Pair it with ``data.source: guess``, whose rows carry the secret.
+    """A number-guessing game: the model calls guess and is told higher, lower or right (data.source: guess).
+
+    The row's ``secret`` is a whole number in the range the prompt states (``low`` to ``high``); the rows of
+    ``data.source: guess`` carry it.
 
     The reward is 1.0 for a game won; a game lost earns up to 0.5 by how close the nearest guess came, so that a
     group of lost games still ranks its rollouts (GRPO learns only from differences within a group).

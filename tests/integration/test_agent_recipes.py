@@ -135,6 +135,13 @@ def train_without_torch(path, timed: bool, *flags: str):
     return run_command([sys.executable, "-c", code, str(path), *flags], timed, cwd=ROOT)
 
 
+CALLED = [  # a worked call of the calculator, as data.examples writes it
+    {"role": "user", "content": "2+3?"},
+    {"role": "assistant", "tool_calls": [{"name": "calculator", "arguments": {"expression": "2+3"}}]},
+    {"role": "tool", "name": "calculator", "content": "5"},
+    {"role": "assistant", "content": "5"},
+]
+
 BAD = [
     # (top-level keys, the start of a problem line)
     ({"tools": ["calculater"]}, "tools[0].name: unknown tool 'calculater'; did you mean 'calculator'?"),
@@ -149,12 +156,23 @@ BAD = [
     ({"environment": "guess_numbr"}, "environment: unknown environment 'guess_numbr'; did you mean 'guess_number'?"),
     # a worked example that calls a tool the model is not given: it would copy a call that fails
     (
+        {"tools": ["calculator"], "examples": [*CALLED[:2], {**CALLED[2], "name": "calc"}, CALLED[3]]},
+        "data.examples[2].name: is a result of 'calc', which the recipe does not give the model (its tools are calculator)",
+    ),
+    # a worked call with an argument the tool does not take: the model would copy a call that fails
+    (
         {
             "tools": ["calculator"],
-            "examples": [{"role": "user", "content": "2+3?"}, {"role": "assistant", "tool_calls": [{"name": "calc"}]}],
+            "examples": [
+                CALLED[0],
+                {**CALLED[1], "tool_calls": [{"name": "calculator", "arguments": {"expr": "2+3"}}]},
+                *CALLED[2:],
+            ],
         },
-        "data.examples[1].tool_calls[0].name: calls 'calc', which the recipe does not give the model",
+        "data.examples[1].tool_calls[0].arguments: calculator takes expression, not expr",
     ),
+    ({"tools": ["calculator"], "examples": CALLED, "data_chat": False}, "data.examples: worked examples are chat turns"),
+    ({"tools": ["calculator"], "data_chat": False}, "tools: the model sees its tools through the chat template"),
     ({"tools": ["calculator"], "examples": [{"role": "user", "content": "2+3?"}]}, "data.examples: ends with a user message"),
 ]
 
@@ -163,9 +181,11 @@ BAD = [
 def test_each_rule_refuses_before_torch(top, start, tmp_path, digit_doc, tiny_model):
     if compat.tools_problem("tools"):
         pytest.skip("on a TRL without tools every such recipe is refused by the version rule (test below)")
-    doc = agent_doc(tmp_path, digit_doc, tiny_model, **{k: v for k, v in top.items() if k != "examples"})
+    doc = agent_doc(tmp_path, digit_doc, tiny_model, **{k: v for k, v in top.items() if k not in ("examples", "data_chat")})
     if "examples" in top:
         doc["data"]["examples"] = top["examples"]
+    if "data_chat" in top:
+        doc["data"]["chat"] = top["data_chat"]
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(doc))
     proc, _ = train_without_torch(path, False)

@@ -1,13 +1,17 @@
-"""A recipe with tools, read and reported: the worked examples of ``data.examples`` (checked, then shaped as chat
-templates read them and put before each prompt), conversations summarised for the run's health (calls, calls the
-parser could not read, errors back) and shown as a person reads them, the watchdog's two tool rules on metric
-streams, and the Tools section of summary.json and report.md."""
+"""A recipe with tools, read and reported: the library's guessing game and the rows that feed it, the worked
+examples of ``data.examples`` (checked, then shaped as chat templates read them and put before each prompt),
+conversations summarised for the run's health (calls, calls the parser could not read, errors back) and shown as a
+person reads them, the watchdog's two tool rules on metric streams, and the Tools section of summary.json and
+report.md."""
+
+import doctest
 
 import pytest
 
 from grpo_ext.results import report, watchdog
 from grpo_ext.run import data, rollouts
-from grpo_ext.settings import examples
+from grpo_ext.settings import examples, generators
+from grpo_ext.tools import check_environment, environments
 
 CALL = {"name": "calculator", "arguments": {"expression": "9 + 4"}}
 WORKED = [
@@ -22,13 +26,27 @@ EXAMPLE_PROBLEMS = [
     (None, []),  # no examples: nothing to check
     (WORKED, []),  # a worked call, as docs/tools.md shows it
     ("Answer: 13", ["data.examples: a list of chat messages"]),  # one string is not a conversation
-    ([], ["data.examples: a list of chat messages"]),  # empty: say so rather than show nothing
-    ([{"role": "bot", "content": "x"}], ["data.examples[0]: a message is a mapping with role"]),  # no such role
-    ([{"role": "user", "content": 5}, {"role": "assistant", "content": "5"}], ["data.examples[0].content: the message's text"]),
+    (
+        [],
+        [
+            "data.examples: a list of chat messages, e.g. [{role: user, content: '2+3?'}, {role: assistant, content: '5'}], got an empty list"
+        ],
+    ),  # noqa: E501
+    ([{"role": "bot", "content": "x"}], ["data.examples[0].role: 'bot' is not a role of an example"]),
+    ([{"role": "system", "content": "x"}], ["data.examples[0].role: 'system' is not a role"]),  # data.system_prompt's job
+    (
+        [{"role": "user", "content": 5}, {"role": "assistant", "content": "5"}],
+        ["data.examples[0].content: the message's text, a string, got int 5"],
+    ),
     ([{"role": "user", "content": "a", "tool_calls": [CALL]}, {"role": "assistant", "content": "b"}], ["data.examples[0]: a"]),
-    ([{"role": "assistant", "tool_calls": "calculator(9+4)"}], ["data.examples[0].tool_calls: a list of calls"]),
-    ([{"role": "assistant", "tool_calls": [{"name": "calculator", "args": {}}]}], ["data.examples[0].tool_calls[0]: a call t"]),
-    ([{"role": "assistant", "tool_calls": [{"arguments": {}}]}], ["data.examples[0].tool_calls[0]: a call is"]),
+    ([{"role": "assistant", "tool_calls": "calculator(9+4)"}, *WORKED[2:]], ["data.examples[0].tool_calls: a list of calls"]),
+    (
+        [{"role": "assistant", "tool_calls": [{"name": "calculator", "args": {}}]}, *WORKED[2:]],
+        ["data.examples[0].tool_calls[0]: a call t"],
+    ),
+    ([{"role": "assistant", "tool_calls": [{"arguments": {}}]}, *WORKED[2:]], ["data.examples[0].tool_calls[0]: a call is"]),
+    (WORKED[:2] + WORKED[3:], ["data.examples[1]: calls a tool, and no tool result follows"]),  # the result left out
+    (WORKED[:2] + [{"role": "tool", "content": "13"}, WORKED[3]], ["data.examples[2].name: a tool result names the tool"]),
     ([{"role": "user", "content": "2+3?"}], ["data.examples: ends with a user message"]),  # the prompt itself comes next
 ]
 
@@ -54,7 +72,10 @@ def test_examples_become_the_messages_templates_read_before_each_prompt():
     assert text[-1] == {"role": "user", "content": "Bob has 8 cards?"}
     own = data.format_prompt([{"role": "system", "content": "mine"}, {"role": "user", "content": "q"}], "theirs", True, shaped)
     assert [m.get("content") for m in own][:2] == ["mine", "Ann has 9 pens and gets 4 more. How many?"]  # its own system first
-    assert examples.called(WORKED) == [("data.examples[1].tool_calls[0].name", "calculator")]
+    assert examples.called(WORKED) == [
+        ("data.examples[1].tool_calls[0]", "calculator", {"expression": "9 + 4"}),
+        ("data.examples[2]", "calculator", None),
+    ]
 
 
 def test_examples_need_chat():
@@ -158,3 +179,46 @@ def test_summary_and_report_say_how_tools_were_used():
     assert "| before | 8 | 25% | 12% | 0% | 0.25 |" in lines
     assert any("from 0.25 at the first step to 1 at the last" in line for line in lines)
     assert report.tools_markdown({}) == [] and report.tool_use(steps(2)) is None
+
+
+@pytest.mark.parametrize("module", [examples, environments, generators, report])
+def test_docstring_examples(module):
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0
+
+
+GAMES = [
+    # (secret, guesses, reward)
+    (6, [6], 1.0),  # won on the first guess
+    (6, [5, 7, 6], 1.0),  # won on the third
+    (6, [], 0.0),  # never guessed: nothing to rank
+    (6, [5, 7], 0.4375),  # lost, nearest guess 1 away of a range of 8: 0.5 x 7/8
+    (1, [9], 0.0),  # lost as far as the range goes
+]
+
+
+@pytest.mark.parametrize(("secret", "guesses", "reward"), GAMES)
+def test_the_guessing_game_rewards_a_win_and_ranks_a_loss(secret, guesses, reward):
+    game = environments.GuessNumber()
+    game.reset(secret=secret, low=1, high=9, prompt="ignored: TRL passes every column")
+    for g in guesses:
+        game.guess(g)
+    assert game.get_reward() == pytest.approx(reward)
+
+
+def test_the_library_game_is_one_trl_can_use_and_its_rows_feed_it():
+    assert check_environment(environments.GuessNumber, "environment") == []
+    train, held_out = generators.guess(train=50, held_out=10, low=1, high=9, seed=3)
+    assert len(train) == 50 and len(held_out) == 10
+    assert {r["secret"] for r in train} <= set(range(1, 10)) and len({r["secret"] for r in train}) > 5
+    assert train[0]["prompt"] == held_out[0]["prompt"] and "from 1 to 9" in train[0]["prompt"]
+    with pytest.raises(ValueError, match="low=5 must be below high=5"):
+        generators.guess(low=5, high=5)
+
+
+def test_the_tool_listing_names_the_library_environments(capsys):
+    from grpo_ext import cli
+
+    assert cli.main(["tools"]) == 0
+    out = capsys.readouterr().out
+    assert "calculator " in out and "\nenvironments (environment: NAME):\nguess_number " in out

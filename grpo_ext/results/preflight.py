@@ -41,8 +41,9 @@ def _spread(group: list[float]) -> float:
     return max(group) - min(group) if group else 0.0
 
 
-def reward_stats(scores: list, group: int, seconds: float) -> dict:
-    """Statistics of one reward's scores, in groups of ``group`` completions per prompt."""
+def reward_stats(scores: list, group: int, seconds: float | None) -> dict:
+    """Statistics of one reward's scores, in groups of ``group`` completions per prompt; ``seconds`` per call, None
+    where the calls were not timed (TRL made them, in the tool loop)."""
     judged = [s for s in scores if _judged(s)]
     groups = [[s for s in scores[i : i + group] if _judged(s)] for i in range(0, len(scores), group)]
     flat = sum(1 for g in groups if len(g) < 2 or _spread(g) == 0)
@@ -55,7 +56,7 @@ def reward_stats(scores: list, group: int, seconds: float) -> dict:
         "zero_spread_groups": round(flat / len(groups), 4) if groups else None,
         "none": sum(s is None for s in scores),
         "nan": sum(isinstance(s, float) and math.isnan(s) for s in scores),
-        "seconds_per_call": round(seconds, 4),
+        "seconds_per_call": round(seconds, 4) if seconds is not None else None,
     }
 
 
@@ -74,8 +75,8 @@ def verdicts(
 ):
     """(stats per reward and for the weighted ``total``, findings at step 0) from each reward's scores."""
     limits = {**LIMITS, **(limits or {})}
-    stats = {name: reward_stats(scores, group, seconds.get(name, 0.0)) for name, scores in per_reward.items()}
-    total = reward_stats(_summed(per_reward, weights), group, 0.0)
+    stats = {name: reward_stats(scores, group, seconds.get(name)) for name, scores in per_reward.items()}
+    total = reward_stats(_summed(per_reward, weights), group, None)
     findings: list[Finding] = []
 
     def say(rule: str, symptom: str, cause: str, remedy: str, severity: str = "warning") -> None:
@@ -224,7 +225,8 @@ def describe(stats: dict) -> str:
     """``digit_exact mean 0.000 std 0.000 (100% of groups without spread, 0.2 ms/call); ...`` for the log line."""
     parts = []
     for name, r in [*stats["rewards"].items(), ("total", stats["total"])]:
-        extra = "" if name == "total" else f", {r['seconds_per_call'] * 1000:.1f} ms/call"
+        timed = name != "total" and r["seconds_per_call"] is not None
+        extra = f", {r['seconds_per_call'] * 1000:.1f} ms/call" if timed else ""
         missing = f", {r['none']} None" if r["none"] else ""
         flat = f"{r['zero_spread_groups']:.0%} of groups without spread"
         parts.append(f"{name} mean {fmt(r['mean'])} std {fmt(r['std'])} ({flat}{missing}{extra})")

@@ -290,8 +290,8 @@ def _datasets(recipe: Recipe, rows: data.Rows, tokenizer, args, log, context: in
     chat = data.use_chat(d, tokenizer)
     train_set, eval_rows = data.formatted_set(rows.train, d, chat), data.formatted(rows.eval, d, chat)
     completion = args.max_completion_length
-    shown = recipe.tools or None  # what the model reads of them counts in its prompt
-    train_set, eval_rows, longest, notes = data.fit_prompts(train_set, eval_rows, limit, tokenizer, context, completion, shown)
+    tools = recipe.tools or None  # what the model reads of them counts in its prompt
+    train_set, eval_rows, longest, notes = data.fit_prompts(train_set, eval_rows, limit, tokenizer, context, completion, tools)
     trainer.fit_prompt_limit(args, limit or longest)
     shown = "chat messages" if chat else "plain text"
     log(f"data: {plural(len(train_set), 'training prompt')}, {plural(len(eval_rows), 'eval prompt')}, {shown}")

@@ -26,12 +26,7 @@ EXAMPLE_PROBLEMS = [
     (None, []),  # no examples: nothing to check
     (WORKED, []),  # a worked call, as docs/tools.md shows it
     ("Answer: 13", ["data.examples: a list of chat messages"]),  # one string is not a conversation
-    (
-        [],
-        [
-            "data.examples: a list of chat messages, e.g. [{role: user, content: '2+3?'}, {role: assistant, content: '5'}], got an empty list"
-        ],
-    ),  # noqa: E501
+    ([], ["data.examples: a list of chat messages"]),  # empty: said so (below) rather than nothing shown
     ([{"role": "bot", "content": "x"}], ["data.examples[0].role: 'bot' is not a role of an example"]),
     ([{"role": "system", "content": "x"}], ["data.examples[0].role: 'system' is not a role"]),  # data.system_prompt's job
     (
@@ -57,6 +52,10 @@ def test_examples_are_checked(value, starts):
     assert len(problems) == len(starts), problems
     for problem, start in zip(problems, starts, strict=True):
         assert problem.startswith(start) and "\n" not in problem
+
+
+def test_empty_examples_are_named_empty():
+    assert examples.check([])[0].endswith("got an empty list")
 
 
 def test_examples_become_the_messages_templates_read_before_each_prompt():

@@ -6,9 +6,11 @@ main process appends one JSON line per completion of the batch TRL sampled last:
     {"step": 4, "prompt": "Reply with one digit.", "completion": "7", "rewards": {"digit_exact": 1.0}, "advantage": 0.87}
 
 ``rewards`` holds each reward's score under its metric name (None where it scored none), ``advantage`` the
-advantage the completion was trained with. GRPOTrainer keeps that batch for its own printing; it is read after
-the step (``compat.sampled``), so nothing in TRL's loop is wrapped, and a TRL that keeps none gets no file and
-one notice. A batch trained on over several steps (``steps_per_generation``) is written once.
+advantage the completion was trained with. A completion with tool calls is written as its conversation, each call
+as ``→ tool(arguments)`` and each result as ``← result`` (``rollouts.transcript``). GRPOTrainer keeps that batch
+for its own printing; it is read after the step (``compat.sampled``), so nothing in TRL's loop is wrapped, and a TRL
+that keeps none gets no file and one notice. A batch trained on over several steps (``steps_per_generation``) is
+written once.
 
 The file stops before a line would take it past ``logging.completions_max_mb``: its last line then says so
 (``{"capped": true, ...}``) and one notice is printed. A resumed run appends: the steps after the checkpoint
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_ext.rewards.registry import completion_text, prompt_text
+from grpo_ext.run import rollouts
 from grpo_ext.settings import compat
 
 FILE = "completions.jsonl"
@@ -51,7 +54,7 @@ def lines(step: int, batch: dict) -> list[bytes]:
         record = {
             "step": step,
             "prompt": _prompt(prompt),
-            "completion": completion_text(completion),
+            "completion": rollouts.transcript(completion) if rollouts.has_tool_turns(completion) else completion_text(completion),
             "rewards": {name: _score(scores[i]) for name, scores in batch["rewards"].items()},
             "advantage": _score(batch["advantages"][i]),
         }

@@ -113,6 +113,13 @@ def sample(trainer, rows: list[dict], *, samples: int, temperature: float, max_n
     return out
 
 
+def has_tool_turns(completion) -> bool:
+    """A conversation with a tool call or a tool result in it (not a plain reply)."""
+    return isinstance(completion, list) and any(
+        isinstance(m, dict) and (m.get("role") == "tool" or m.get("tool_calls")) for m in completion
+    )
+
+
 def transcript(completion) -> str:
     """One conversation as a person reads it: the model's text, each call as ``→ name(arguments)`` and each result as
     ``← result``; a plain completion is returned as it is."""

@@ -221,3 +221,20 @@ def test_the_tool_listing_names_the_library_environments(capsys):
     assert cli.main(["tools"]) == 0
     out = capsys.readouterr().out
     assert "calculator " in out and "\nenvironments (environment: NAME):\nguess_number " in out
+
+
+def test_completions_log_writes_a_tool_conversation_with_its_calls():
+    import json
+
+    from grpo_ext.run import completions
+
+    batch = {
+        "prompt": [[{"role": "user", "content": "9 + 4?"}]] * 2,
+        "completion": [CALLED, PLAIN],
+        "rewards": {"math_accuracy": [1.0, 0.0]},
+        "advantages": [0.5, -0.5],
+    }
+    written = [json.loads(line) for line in completions.lines(3, batch)]
+    assert written[0]["completion"] == '→ calculator({"expression": "9 + 4"})\n← 13\nAnswer: 13'
+    assert written[1]["completion"] == "Answer: 12"  # a plain reply as before
+    assert rollouts.has_tool_turns(CALLED) and not rollouts.has_tool_turns(PLAIN) and not rollouts.has_tool_turns("text")

@@ -166,6 +166,8 @@ def cmd_tools(_args) -> None:
 def cmd_tools_show(args) -> None:
     """``grpo-ext tools show NAME``: a tool's arguments (a factory's, with args) and the docstring the model reads."""
     obj, is_factory = _found(tool_library.KIND, args.name)
+    if is_factory and not inspect.signature(obj).parameters:  # a library tool that takes no args: the tool itself
+        obj, is_factory = obj(), False
     print(f"{args.name} ({'library' if args.name in tool_library.REGISTRY else 'module, file or entry point'})")
     with contextlib.suppress(TypeError, ValueError):
         print(

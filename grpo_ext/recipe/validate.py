@@ -161,7 +161,7 @@ def _model_reward(entry: dict, where: str, base_dir: Path, problems: list[str]) 
 
 def _check_rewards(value: list, base_dir: Path, problems: list[str], environment: bool = False) -> list[dict]:
     out = []
-    if not value and not environment:  # an environment's get_reward may be the whole reward (checked in agents)
+    if not value and not environment:  # an environment's get_reward may be the whole reward (checked once it is found)
         problems.append("rewards: is empty; name at least one reward (see `grpo-ext rewards`)")
     for i, entry in enumerate(value):
         where = f"rewards[{i}]"

@@ -238,3 +238,12 @@ def test_completions_log_writes_a_tool_conversation_with_its_calls():
     assert written[0]["completion"] == '→ calculator({"expression": "9 + 4"})\n← 13\nAnswer: 13'
     assert written[1]["completion"] == "Answer: 12"  # a plain reply as before
     assert rollouts.has_tool_turns(CALLED) and not rollouts.has_tool_turns(PLAIN) and not rollouts.has_tool_turns("text")
+
+
+def test_tools_show_gives_the_call_the_model_makes(capsys):
+    from grpo_ext import cli
+
+    assert cli.main(["tools", "show", "calculator"]) == 0
+    assert "call: calculator(expression: str) -> str" in capsys.readouterr().out  # not the factory's empty signature
+    assert cli.main(["tools", "show", "lookup"]) == 0
+    assert "args: lookup_table(path: " in capsys.readouterr().out  # a factory: the args a recipe gives it

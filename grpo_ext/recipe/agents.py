@@ -86,7 +86,7 @@ def check_calls(turns: list[dict], tools: list, environment) -> list[str]:
             what = "calls" if arguments is not None else "is a result of"
             problems.append(f"{where}.name: {what} {name!r}, which the recipe does not give the model ({have})")
             continue
-        params = [p for p in inspect.signature(known[name]).parameters if p != "self"]
+        params = [p.name for p in _arguments(known[name])]
         wrong = sorted(set(arguments or {}) - set(params))
         if wrong:
             problems.append(
@@ -149,12 +149,17 @@ def portable(entry, base_dir: Path):
     return {**entry, "name": absolute_path(["tools"], entry["name"], base_dir), **({"args": args} if args else {})}
 
 
+def _arguments(fn) -> list[inspect.Parameter]:
+    """A tool's arguments as the model sees them: an environment method's without ``self``."""
+    return [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+
+
 def describe(tools: list, environment) -> list[str]:
     """One line per tool as the model will see it: its name, arguments with their types, and first docstring line."""
     lines = []
     methods = [getattr(environment, n) for n in tool_methods(environment)] if environment is not None else []
     for fn in [*tools, *methods]:
-        params = [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
+        params = _arguments(fn)
         args = ", ".join(f"{p.name}: {getattr(p.annotation, '__name__', p.annotation)}" for p in params)
         doc = (inspect.getdoc(fn) or "").splitlines()
         lines.append(f"{fn.__name__}({args}): {doc[0] if doc else ''}")

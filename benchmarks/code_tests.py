@@ -16,7 +16,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from grpo_ext.rewards import code, sandbox  # noqa: E402
+from grpo_ext.core import sandbox  # noqa: E402
+from grpo_ext.rewards import code  # noqa: E402
 
 TESTS = "assert add(1, 2) == 3\nassert add(2, 2) == 4\nassert add(-1, 1) == 0"
 RIGHT, WRONG = "def add(a, b):\n    return a + b", "def add(a, b):\n    return a - b"

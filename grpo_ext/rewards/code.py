@@ -16,7 +16,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from grpo_ext.rewards import sandbox
+from grpo_ext.core import sandbox
 from grpo_ext.rewards.registry import completion_text, register
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
@@ -144,7 +144,7 @@ def code_tests(
     ``memory_mb`` of address space, files up to ``file_mb``, at most ``processes`` processes where the kernel
     applies it; ``workers`` cases at a time. A row whose case the sandbox could not run scores None.
     A program that exits before its tests ran has not passed them.
-    Defence in depth for code a model writes, not a boundary against an attacker (``grpo_ext/rewards/sandbox.py``).
+    Defence in depth for code a model writes, not a boundary against an attacker (``grpo_ext/core/sandbox.py``).
 
     >>> reward = code_tests()
     >>> reward(["```python\\ndef add(a, b):\\n    return a + b\\n```", "def add(a, b): return a - b"],

@@ -18,7 +18,7 @@ import operator
 from collections.abc import Callable
 from pathlib import Path
 
-from grpo_ext.core import references
+from grpo_ext.core import references, sandbox
 from grpo_ext.core.text import closest, shown
 
 # A calculation a model means to make fits in a few lines; longer input is refused before it is parsed.
@@ -75,6 +75,49 @@ def calculator(expression: str) -> str:
         return "error: division by zero"
     except OverflowError:
         return "error: the result is out of range"
+
+
+# A snippet a model runs to check a step: seconds, not minutes; what it prints comes back cut to what a turn can read.
+PYTHON_LIMITS = sandbox.Limits(wall_seconds=5.0, cpu_seconds=5, memory_mb=512, file_mb=1, processes=16, open_files=32)
+OUTPUT_CHARS = 1000
+# what the sandbox's harness writes for a program that called sys.exit() with success: a finished program, for a tool
+_EXITED_WELL = ("exited early (status 0)", "exited early (status None)")
+
+
+# The docstring is what the model reads (transformers turns it into the tool's schema); what it does not need to
+# know stays here: each call is one run of grpo_ext.core.sandbox (an empty folder, the limits above, no network
+# where the kernel allows namespaces), the sandbox the code_tests reward runs programs in.
+def python(code: str) -> str:
+    """Run a short Python program and return what it printed.
+
+    Print every value you want to see. Each call starts afresh: nothing carries over from one call to the next.
+
+    Args:
+        code: The program, for example "print(sum(range(1, 101)))".
+
+    Examples:
+        "print(sum(range(1, 101)))" returns 5050; "print(1 / 0)" returns "error: ZeroDivisionError: division by zero".
+
+    Returns:
+        What the program printed, or a line starting with "error:" with the error it stopped on.
+    """
+    result = sandbox.run(str(code), "", None, PYTHON_LIMITS)
+    out = result.stdout.strip()
+    if result.status == "passed" or result.stderr.strip() in _EXITED_WELL:
+        return _cut_output(out) if out else "(the program printed nothing; print the values you want to see)"
+    if result.status == "timeout":
+        return f"error: the program ran longer than {PYTHON_LIMITS.wall_seconds:g} s and was stopped"
+    if result.status == "killed":
+        return "error: the program went over its memory or CPU limit and was stopped"
+    if result.status == "error":
+        return "error: this machine refused the sandbox, so the program did not run"
+    lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
+    error = lines[-1].strip() if lines else "the program exited early"
+    return _cut_output(f"{out}\nerror: {error}" if out else f"error: {error}")
+
+
+def _cut_output(text: str) -> str:
+    return text if len(text) <= OUTPUT_CHARS else text[:OUTPUT_CHARS] + f"... ({len(text) - OUTPUT_CHARS} more characters)"
 
 
 def _value(node: ast.AST) -> int | float:
@@ -269,6 +312,7 @@ def search_folder(folder: str | Path, k: int = 3) -> Callable[[str], str]:
 # name -> factory, as in the reward registry: called with the recipe's args, it returns the tool.
 REGISTRY: dict[str, Callable[..., Callable[..., str]]] = {
     "calculator": references.constant_factory(calculator),
+    "python": references.constant_factory(python),
     "lookup": lookup_table,
     "search": search_folder,
 }

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from grpo_ext import cli
-from grpo_ext.rewards import code, sandbox
+from grpo_ext.core import sandbox
+from grpo_ext.rewards import code
 
 FULL = ("net", "pid", "mount", "user")
 ISOLATED = sandbox.isolation() == FULL

@@ -14,7 +14,7 @@ from tests.helpers import ROOT
 PACKAGE = ROOT / "grpo_ext"
 
 LAYERS: dict[str, int] = {
-    "core": 1,  # errors, words for messages, value kinds, bounded YAML, files, console, catalog: stdlib and yaml only
+    "core": 1,  # errors, words for messages, value kinds, bounded YAML, files, console, catalog, sandbox: stdlib and yaml
     "testing": 1,  # the tiny local model
     "settings": 2,  # what a recipe's values mean: version tables, batch rules, variants, adapters, model names, ...
     "rewards": 3,  # the reward registry, the built-in rewards and the guard around every reward

@@ -262,7 +262,7 @@ def build_all(folder: Path) -> list:
     """Every registry tool, built as a recipe would: the factory called with its args."""
     (folder / "t.json").write_text('{"a": "b"}')
     (folder / "n.md").write_text("some notes")
-    args = {"calculator": {}, "lookup": {"path": folder / "t.json"}, "search": {"folder": folder}}
+    args = {"calculator": {}, "python": {}, "lookup": {"path": folder / "t.json"}, "search": {"folder": folder}}
     assert set(args) == set(REGISTRY), "a registry tool without args here"
     tools = [REGISTRY[name](**kwargs) for name, kwargs in args.items()]
     assert tools[0] is calculator

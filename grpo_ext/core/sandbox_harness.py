@@ -88,9 +88,11 @@ def program(fd: int, token: str) -> None:
         exec(compile(source, "program.py", "exec"), namespace)
         exec(compile(tests, "tests.py", "exec"), namespace)
     except SystemExit as exc:  # the program ended itself before the tests had their say
+        sys.stdout.flush()  # os._exit drops what is buffered: what it printed before it stopped is kept
         print(f"exited early (status {exc.code!r})", file=sys.stderr)
         os._exit(1)
     except BaseException:
+        sys.stdout.flush()
         traceback.print_exc(limit=5)
         os._exit(1)
     sys.stdout.flush()

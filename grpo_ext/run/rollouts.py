@@ -16,6 +16,8 @@ import contextlib
 import json
 from dataclasses import dataclass, field
 
+from grpo_ext.rewards.tool_use import is_error
+
 CALL_TAG = "<tool_call>"  # what a ChatML tool call opens with (grpo_ext's template and the Qwen family's)
 
 
@@ -42,12 +44,6 @@ class Rollouts:
             "calls_per_sample": round(sum(calls) / n, 4),
             "errors_per_call": round(sum(errors) / sum(calls), 4) if sum(calls) else 0.0,
         }
-
-
-def is_error(content) -> bool:
-    """A tool result that is an error: TRL's ``{'error': ...}`` for a tool that raised, or an ``error:`` line."""
-    text = str(content or "").lstrip()
-    return text.startswith(("{'error'", '{"error"', "error:", "Error:"))
 
 
 def _unread_call(message: dict) -> bool:

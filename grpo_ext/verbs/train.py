@@ -382,6 +382,8 @@ def eval_pass(r: Run, label: str) -> dict | None:
     if agent is False:
         return None
     t0 = time.monotonic()
+    if agent is not None:  # whole conversations, each turn a generate call: minutes on a CPU, where one reply takes seconds
+        r.log(f"eval {label}: playing {len(r.eval_rows)} prompts x {r.eval_settings.samples} conversations with the tool loop")
     result = scoring.score_model(
         r.grpo.model, r.tokenizer, r.eval_rows, r.recipe.reward_funcs, r.eval_settings, chat=r.chat, trainer=agent
     )
@@ -421,6 +423,8 @@ def check_rewards(r: Run) -> None:
     rows = list(r.grpo.train_dataset.select(range(min(cfg["preflight_prompts"], len(r.grpo.train_dataset)))))
     training = explore.first_steps(r.recipe["training"], r.recipe["explore"])
     if agent is not None:
+        group = compat.effective(training, "num_generations")
+        r.log(f"pre-flight: playing {len(rows)} prompts x {group} conversations with the tool loop")
         stats, findings, seconds = preflight.sample_conversations(
             agent, rows, r.recipe.weights, training, r.eval_settings, limits=cfg
         )

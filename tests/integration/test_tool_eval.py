@@ -60,7 +60,7 @@ def tool_recipe(tmp_path, model) -> dict:
         "model": {"name": str(model)},
         "data": {"file": "sums.jsonl", "eval_file": "held.jsonl"},
         "tools": ["calculator"],
-        "rewards": ["math_accuracy"],
+        "rewards": ["math_accuracy", {"name": "tool_success", "weight": 0.2}],
         "training": {
             "max_steps": 1,
             "num_generations": 2,
@@ -88,6 +88,8 @@ def test_eval_and_preflight_run_the_tool_loop(calls, tmp_path, chatml_model, no_
     before = summary["eval_before"]
     pre = summary["health"]["preflight"]
     assert before["rewards"]["math_accuracy"]["pass_rate"] == (1.0 if calls else 0.0)  # the calculator's sums
+    assert before["rewards"]["tool_success"]["pass_rate"] == (1.0 if calls else 0.0)  # read off TRL's tool turns
+    assert "pre-flight: playing 2 prompts x 2 conversations with the tool loop" in err
     assert before["tools"]["called"] == pre["tools"]["called"] == (1.0 if calls else 0.0)
     assert before["tools"]["error_back"] == 0.0 and before["samples"] == 4
     assert summary["tools"]["calls_per_completion_first"] == (1.0 if calls else 0.0)  # TRL's count in training

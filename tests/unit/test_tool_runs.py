@@ -8,6 +8,7 @@ import doctest
 
 import pytest
 
+from grpo_ext.rewards import tool_use
 from grpo_ext.results import report, watchdog
 from grpo_ext.run import data, rollouts
 from grpo_ext.settings import examples, generators
@@ -124,7 +125,7 @@ def test_tool_counts_of_conversations():
     ],
 )
 def test_error_results(content, error):
-    assert rollouts.is_error(content) is error
+    assert tool_use.is_error(content) is error
 
 
 def test_transcript_shows_calls_and_results():

@@ -8,8 +8,8 @@ import doctest
 
 import pytest
 
-from grpo_ext.rewards import tool_use
 from grpo_ext.results import report, watchdog
+from grpo_ext.rewards import tool_use
 from grpo_ext.run import data, rollouts
 from grpo_ext.settings import examples, generators
 from grpo_ext.tools import check_environment, environments

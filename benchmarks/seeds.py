@@ -16,10 +16,10 @@ a training batch first scored ``--metric`` at 0.9 on average (seeds where both d
 stays in ``DIR/LABEL/seed-N`` with its log beside it, the layout ``benchmarks/health.py --tally-only`` reads.
 Each share of seeds solved and each mean pass rate has its 95% interval over seeds (``grpo_ext.results.evalstats``: the
 seed is the unit), and each candidate's per-seed pass rates are compared with the shipped recipe's on the same
-seeds (paired). With ``--log FILE`` each finished run is appended to FILE as it ends, and a benchmark started
-again with the same log (after a crash, or with more seeds) does not run again what is already there; the
-comparison covers the seeds that every contestant has run. A run's trained model is deleted once it has been
-scored (0.5 GB each for the digit recipe).
+seeds (paired), and with the run's own ``eval before`` (how far training moved the pass rate). With ``--log FILE``
+each finished run is appended to FILE as it ends, and a benchmark started again with the same log (after a crash,
+or with more seeds) does not run again what is already there; the comparison covers the seeds that every
+contestant has run. A run's trained model is deleted once it has been scored (0.5 GB each for the digit recipe).
 """
 
 import argparse
@@ -79,11 +79,13 @@ def run_once(recipe: str, seed: int, overrides: list[str], metric: str, out: Pat
     shutil.rmtree(out / "final", ignore_errors=True)  # the trained model is not needed to judge the run: 0.5 GB each
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     after = summary["eval_after"]["rewards"][metric]
+    before = ((summary.get("eval_before") or {}).get("rewards") or {}).get(metric) or {}
     ci = after.get("pass_rate_ci") or {}
     shown = f"{after['pass_rate']} [{ci['low']:.2f}, {ci['high']:.2f}]" if ci.get("low") is not None else str(after["pass_rate"])
     return {
         "seed": seed,
         "pass_rate": after["pass_rate"],
+        "before": before.get("pass_rate"),  # the same held-out prompts and seeds before training
         "shown": shown,
         "wall": wall,
         "steps": summary["steps"],
@@ -136,6 +138,10 @@ def report(results: dict[str, list[dict]], overrides: dict[str, list[str]], solv
     for label in candidates:
         diff = evalstats.paired(shipped, [r["pass_rate"] for r in results[label]], [1] * n)
         lines.append(f"{label} vs shipped, mean pass rate on the same seeds: {evalstats.verdict(diff)}")
+    for label, rows in results.items():
+        if rows and all(isinstance(r.get("before"), (int, float)) for r in rows):
+            rise = evalstats.paired([r["before"] for r in rows], [r["pass_rate"] for r in rows], [1] * n)
+            lines.append(f"{label} after vs before training, mean pass rate on the same seeds: {evalstats.verdict(rise)}")
     for label in candidates:
         solved, mean, wall = stats(results[label])
         ratio = f"{solved / base[0]:.2f}" if base[0] else "n/a (shipped solved none)"
@@ -216,7 +222,9 @@ def main() -> None:
                             log.write(json.dumps(r) + "\n")
                 results[label].append(r)
                 print(
-                    f"seed {seed:<3} {label:<16} {args.metric} pass rate after {r['shown']:<20} "
+                    f"seed {seed:<3} {label:<16} {args.metric} pass rate "
+                    + (f"before {r['before']}, " if r.get("before") is not None else "")
+                    + f"after {r['shown']:<20} "
                     f"{r['steps']} steps, {r['wall']:.0f} s" + ("  (from the log)" if logged else ""),
                     flush=True,
                 )

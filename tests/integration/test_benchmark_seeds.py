@@ -31,6 +31,8 @@ def test_tiny_sweep(tiny_model, digit_doc, tmp_path):
     # a 95% interval over the 2 seeds for the share solved; the candidate compared seed by seed
     assert any(line.startswith("shipped ") and "solved 2/2 seeds [" in line for line in lines)
     assert any(line.startswith("two vs shipped, mean pass rate on the same seeds: ") for line in lines)
+    assert any(line.startswith("two after vs before training, mean pass rate on the same seeds: ") for line in lines)
+    assert all(" pass rate before 0" in line for line in lines if line.startswith("seed "))  # the run's eval before
     assert lines[-1].startswith("ratio two/shipped: seeds solved 1.00, wall ")
     # the log: each run once; started again with it nothing runs again, and the log alone gives the same comparison
     logged = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]

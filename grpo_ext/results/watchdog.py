@@ -399,6 +399,16 @@ class Watchdog:
         calls = [_num(r, "tools/call_frequency") for r in window or []]
         if not window or None in calls or any(calls) or any(self.solved(r) for r in window):
             return None
+        earlier = [_num(r, "tools/call_frequency") or 0 for r in self.records[:-n]]
+        if any(earlier):  # it did call, and gave it up: a different cause, a different fix
+            return Finding(
+                window[-1]["step"],
+                "tools_never_called",
+                f"no completion called a tool for {plural(n, 'step')} (tools/call_frequency 0), "
+                f"after {max(earlier):.0%} of a step's completions did",
+                TOOLS_DROPPED_CAUSE,
+                TOOLS_DROPPED_REMEDY,
+            )
         return Finding(
             window[-1]["step"],
             "tools_never_called",
@@ -431,6 +441,13 @@ TOOLS_UNUSED_CAUSE = "the model has not seen a call it could copy, or its chat t
 TOOLS_UNUSED_REMEDY = (
     "show it worked calls (data.examples, docs/tools.md), check the tools it sees (--dry-run) and what it writes "
     "(grpo-ext doctor RUN --samples), or start from a model trained to call tools"
+)
+TOOLS_DROPPED_CAUSE = (
+    "its first calls failed or did no better than answers without the tool, so within their groups they lost out"
+)
+TOOLS_DROPPED_REMEDY = (
+    "reward a call that works a little beside the task's reward (rewards: tool_success with weight 0.2), make the "
+    "examples' calls easy to copy, or lower learning_rate"
 )
 TOOLS_FAILING_CAUSE = "the model calls tools with unknown names or arguments of the wrong name or kind, or the tool raises"
 TOOLS_FAILING_REMEDY = (

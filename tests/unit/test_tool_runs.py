@@ -158,6 +158,19 @@ def test_watchdog_tool_rules(records, expected):
         assert "remedy: " in finding.line() and "\n" not in finding.line()
 
 
+def test_a_model_that_gave_its_tool_up_is_told_of_tool_success():
+    """Seed 2 of arith-tools: a quarter of step 1's completions called, every call failed, and none called again."""
+    records = steps(9, tools__call_frequency=0.0, tools__failure_frequency=0.0)
+    records[0].update({"tools/call_frequency": 0.25, "tools/failure_frequency": 0.25})
+    dog = watchdog.Watchdog()
+    (finding,) = [f for r in records for f in dog.update(r) if f.rule == "tools_never_called"]
+    assert finding.step == 9 and "after 25% of a step's completions did" in finding.line()
+    assert "rewards: tool_success with weight 0.2" in finding.line()
+    dog = watchdog.Watchdog()
+    (never,) = [f for r in steps(8, tools__call_frequency=0.0) for f in dog.update(r) if f.rule == "tools_never_called"]
+    assert "tool_success" not in never.line() and "data.examples" in never.line()  # it never called: show it calls
+
+
 def test_the_watchdog_leaves_a_solved_run_without_calls_alone():
     records = steps(8, tools__call_frequency=0.0, tools__failure_frequency=0.0)
     records = [{**r, "reward": 1.0, "rewards/math_accuracy/mean": 1.0} for r in records]

@@ -64,7 +64,7 @@ def check(top: dict, base_dir: Path, problems: list[str]) -> tuple[list, object 
 
 
 def single_replies(recipe, verb: str) -> None:
-    """RecipeError for a verb that samples single replies (``grpo-ext eval``, its checkpoint sweep, ``filter``, the
+    """RecipeError for a verb that samples single replies (``filter``, the
     merge check) given a recipe with tools or an environment: its scores would not be the tool loop's."""
     if recipe.tools or recipe.environment:
         raise RecipeError(

@@ -21,6 +21,16 @@ from grpo_ext.settings import compat
 TEMPLATE = Path(__file__).with_name("templates") / "chatml-tools.jinja"
 
 
+def apply(tokenizer, recipe, log) -> None:
+    """The recipe's template on ``tokenizer``, for every verb that renders its prompts (train, eval, the checkpoint
+    sweep, filter): one that shows the tools for a recipe with tools or an environment, else ``model.chat_template``
+    when the recipe sets it, else the model's own."""
+    if recipe.tools or recipe.environment:
+        prepare(tokenizer, recipe["model"], recipe.base_dir, log)
+    elif recipe["model"]["chat_template"]:
+        use_template(tokenizer, recipe["model"], recipe.base_dir, log)
+
+
 def use_template(tokenizer, model_cfg: dict, base_dir: Path, log) -> None:
     """``model.chat_template``'s file in place of the model's template."""
     own = model_cfg["chat_template"]

@@ -17,6 +17,7 @@ import json
 from dataclasses import dataclass, field
 
 from grpo_ext.rewards.tool_use import is_error
+from grpo_ext.run import hardware, trainer
 
 CALL_TAG = "<tool_call>"  # what a ChatML tool call opens with (grpo_ext's template and the Qwen family's)
 
@@ -135,3 +136,25 @@ def transcript(completion) -> str:
             shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
             lines.append(f"→ {function.get('name')}({shown})")
     return "\n".join(lines)
+
+
+def sampler(recipe, model, tokenizer, rows: list[dict], scratch):
+    """A trainer around ``model`` that plays the recipe's tool loop outside a training run (``grpo-ext eval`` and its
+    checkpoint sweep): the recipe's GRPOConfig on this machine, its tools and environment, its rewards. It never
+    trains: no reference model (``beta`` 0, so none loads), no tracker, ``scratch`` as its output folder, and
+    ``rows`` (the prompts it will play) as the dataset TRL wants to be given."""
+    from datasets import Dataset
+
+    kwargs, _, _ = trainer.config_kwargs(recipe, trainer.config_fields())
+    hardware.device_defaults(kwargs, recipe["model"])
+    kwargs.update(output_dir=str(scratch), beta=0.0, report_to=[], save_strategy="no", logging_strategy="no")
+    return trainer.make_trainer(
+        model=model,
+        reward_funcs=recipe.reward_funcs,
+        args=trainer.make_config({**kwargs, "save_total_limit": None}),
+        train_dataset=Dataset.from_list([dict(r) for r in rows]),
+        tokenizer=tokenizer,
+        skip_zero_advantage=False,
+        tools=recipe.tools or None,
+        environment_factory=recipe.environment,
+    )

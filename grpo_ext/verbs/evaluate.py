@@ -12,15 +12,16 @@ go to ``--out`` (default: ``eval-NAME`` next to the recipe's ``output_dir``).
 
 import gc
 import json
+import tempfile
 import time
 from pathlib import Path
 
 from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import exists, write_atomic
-from grpo_ext.recipe import Recipe, agents, load
-from grpo_ext.results import report, scoring
-from grpo_ext.run import data, hardware, models
+from grpo_ext.recipe import Recipe, load
+from grpo_ext.results import preflight, report, scoring
+from grpo_ext.run import chat_tools, data, hardware, models, rollouts
 
 FALLBACK_PROMPTS = 16
 SHOWN_PROMPTS = 3
@@ -67,6 +68,22 @@ def prompts_to_score(recipe: Recipe, chat: bool, log) -> list[dict]:
     return data.formatted(rows, recipe["data"], chat)
 
 
+def score_loaded(recipe: Recipe, model, tokenizer, s: scoring.Settings, log, label: str) -> dict:
+    """One model's scores on the recipe's eval prompts, rendered with the recipe's template; a recipe with tools or an
+    environment plays them through the trainer's tool loop, as its training and its run's own eval do."""
+    chat_tools.apply(tokenizer, recipe, log)
+    chat = data.use_chat(recipe["data"], tokenizer)
+    rows = prompts_to_score(recipe, chat, log)
+    if not (recipe.tools or recipe.environment):
+        return scoring.score_model(model, tokenizer, rows, recipe.reward_funcs, s, chat=chat)
+    log(f"eval {label}: playing {len(rows)} prompts x {s.samples} conversations with the tool loop")
+    with tempfile.TemporaryDirectory(prefix="grpo_ext_eval_") as scratch:
+        sampler = rollouts.sampler(recipe, model, tokenizer, rows, scratch)
+        result = scoring.score_model(model, tokenizer, rows, recipe.reward_funcs, s, chat=chat, trainer=sampler)
+    log(f"eval {label}: {preflight.describe_tools(result['tools'])}")
+    return result
+
+
 def compare(recipe: Recipe, refs: list[str], log) -> dict:
     """Evaluate each model in turn; the result keeps every model's scores under its ``--model`` label."""
     s = scoring.settings(recipe, bf16=hardware.uses_bf16(recipe["training"], recipe["model"]))  # the run's arithmetic
@@ -83,10 +100,8 @@ def compare(recipe: Recipe, refs: list[str], log) -> dict:
     }
     for ref in refs:
         model, tokenizer, described = load_model(ref, recipe["model"], log)
-        chat = data.use_chat(recipe["data"], tokenizer)
-        rows = prompts_to_score(recipe, chat, log)
         t0 = time.monotonic()
-        scores = scoring.score_model(model, tokenizer, rows, recipe.reward_funcs, s, chat=chat)
+        scores = score_loaded(recipe, model, tokenizer, s, log, ref)
         scores.update(model=described, seconds=round(time.monotonic() - t0, 1))
         result["models"][ref] = scores
         result["prompts"] = scores["prompts"]
@@ -181,7 +196,6 @@ def evaluate_models(
     rewards; print the table and a few samples; write eval.json and eval.md to ``out`` (an earlier eval there
     is replaced only with ``overwrite``). Returns the result."""
     recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
-    agents.single_replies(recipe, "grpo-ext eval")
     dest = Path(out) if out else default_out(recipe)
     if (dest / "eval.json").exists() and not overwrite:
         raise RecipeError(

@@ -34,7 +34,7 @@ from grpo_ext.core.files import exists, resolve_path, write_atomic
 from grpo_ext.core.text import plural, suggest
 from grpo_ext.recipe import Recipe, agents, load
 from grpo_ext.results import plots, scoring
-from grpo_ext.run import data, hardware, models
+from grpo_ext.run import chat_tools, data, hardware, models
 from grpo_ext.settings import datafiles
 from grpo_ext.verbs import evaluate, train
 
@@ -325,6 +325,7 @@ def _score_remaining(
     loaded, tokenizer, _ = (
         evaluate.load_model(model, recipe["model"], log) if model else models.load(recipe["model"], recipe.base_dir, log)
     )
+    chat_tools.apply(tokenizer, recipe, log)
     chat = data.use_chat(recipe["data"], tokenizer)
     log(
         f"filter: {plural(len(todo), 'row')} x {s.samples} samples, temperature {s.temperature}, "

@@ -25,9 +25,9 @@ from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import write_atomic
 from grpo_ext.core.text import plural
 from grpo_ext.core.yaml_io import load_yaml
-from grpo_ext.recipe import Recipe, agents, load
+from grpo_ext.recipe import Recipe, load
 from grpo_ext.results import plots, report, scoring
-from grpo_ext.run import data, hardware, rundir
+from grpo_ext.run import hardware, rundir
 from grpo_ext.verbs import evaluate
 
 CURVE = "eval_curve"
@@ -84,11 +84,8 @@ def score_checkpoints(recipe: Recipe, run_dir: Path, dest: Path, log) -> dict:
             points.append({**cache[mark], "checkpoint": checkpoint.name, "reused": True})
             continue
         model, tokenizer, _ = evaluate.load_model(str(checkpoint), recipe["model"], log)
-        chat = data.use_chat(recipe["data"], tokenizer)
         t0 = time.monotonic()
-        result = scoring.score_model(
-            model, tokenizer, evaluate.prompts_to_score(recipe, chat, log), recipe.reward_funcs, s, chat=chat
-        )
+        result = evaluate.score_loaded(recipe, model, tokenizer, s, log, checkpoint.name)
         result["seconds"] = round(time.monotonic() - t0, 1)
         points.append(
             {"step": rundir.step_of(checkpoint), "checkpoint": checkpoint.name, "fingerprint": mark, **result, "settings": key}
@@ -166,7 +163,6 @@ def sweep(
     """Score every complete checkpoint of the run directory ``run`` on the recipe's eval prompts; print the table;
     write eval_curve.json, eval_curve.md and eval_curve.png to ``out`` (default: the run directory). Returns the curve."""
     recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
-    agents.single_replies(recipe, "grpo-ext eval --checkpoints")
     run_dir = Path(run).expanduser()
     if not run_dir.is_dir():
         raise RecipeError(f"--checkpoints: {run_dir} is not a directory; pass the run directory (output_dir) of a run")

@@ -311,10 +311,7 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     set_seed(recipe["seed"])
     rows = _rows(recipe, log)
     model, tokenizer, described = models.load(recipe["model"], recipe.base_dir, log)
-    if recipe.tools or recipe.environment:
-        chat_tools.prepare(tokenizer, recipe["model"], recipe.base_dir, log)
-    elif recipe["model"]["chat_template"]:
-        chat_tools.use_template(tokenizer, recipe["model"], recipe.base_dir, log)
+    chat_tools.apply(tokenizer, recipe, log)
     log(f"training: {adapters.describe(recipe['model'])}")
     chat, train_set, eval_rows = _datasets(recipe, rows, tokenizer, args, log, data.context_of(model.config))
     dog = watchdog.Watchdog(recipe["health"], watchdog.pass_marks(recipe.reward_funcs), recipe["eval"]["pass_threshold"])

@@ -99,3 +99,33 @@ def test_eval_model_not_found(model, code, message, digit_doc, write_recipe, tmp
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: ") and message in err[-1]
     assert not (tmp_path / "runs").exists()
+
+
+def test_eval_renders_with_the_recipes_chat_template(tiny_model, digit_doc, write_recipe, tmp_path, monkeypatch, no_hub):
+    """A recipe's ``model.chat_template`` renders the eval's prompts as it rendered training's."""
+    from grpo_ext.results import scoring
+
+    own = "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}[assistant] "
+    (tmp_path / "mine.jinja").write_text(own)
+    digit_doc["model"].update(name=str(tiny_model), chat_template="mine.jinja")
+    digit_doc["data"]["eval_prompts"] = digit_doc["data"]["eval_prompts"][:1]
+    recipe = write_recipe(digit_doc)
+    seen = []
+    score_model = scoring.score_model
+    monkeypatch.setattr(
+        scoring,
+        "score_model",
+        lambda model, tokenizer, *a, **k: seen.append(tokenizer.chat_template) or score_model(model, tokenizer, *a, **k),
+    )
+    argv = [
+        "eval",
+        str(recipe),
+        "--model",
+        str(tiny_model),
+        "--out",
+        str(tmp_path / "e"),
+        "eval.samples=1",
+        "eval.max_new_tokens=2",
+    ]
+    assert cli.main(argv) == 0
+    assert seen == [own]

@@ -6,6 +6,8 @@ run's summary.json and report.md say how the tools were used."""
 
 import json
 import re
+import tempfile
+from pathlib import Path
 
 import pytest
 import yaml
@@ -151,20 +153,48 @@ def test_the_library_game_is_played_and_scored_by_its_reward(tmp_path, chatml_mo
     assert 1 <= summary["eval_before"]["tools"]["calls_per_sample"] <= 4
 
 
-@pytest.mark.parametrize(
-    ("verb", "call"),
-    [
-        ("grpo-ext eval", lambda recipe, run: evaluate.evaluate_models(recipe, [run])),
-        ("grpo-ext eval --checkpoints", lambda recipe, run: sweep.sweep(recipe, run)),
-        ("grpo-ext filter", lambda recipe, run: pass_filter.filter_rows(recipe)),
-    ],
-)
-def test_verbs_that_sample_single_replies_refuse_a_tool_recipe(verb, call, tmp_path, chatml_model):
-    """Their scores would not be the tool loop's: refused in one line naming the run's own eval, nothing loaded."""
+@pytest.mark.parametrize("calls", [True, False])
+def test_grpo_ext_eval_plays_the_tool_loop(calls, tmp_path, chatml_model, no_hub, monkeypatch, capsys):
+    """``grpo-ext eval`` of a tool recipe scores what the run's own eval scores: the policy that calls the calculator
+    passes every sample, the one that guesses none; a single-reply eval would fail both alike."""
+    from trl import GRPOTrainer
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", scripted(calls))
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(tool_recipe(tmp_path, chatml_model)))
+    scratch = set(Path(tempfile.gettempdir()).glob("grpo_ext_eval_*"))
+    result = evaluate.evaluate_models(str(path), [str(chatml_model)], out=tmp_path / "eval")
+    assert set(Path(tempfile.gettempdir()).glob("grpo_ext_eval_*")) <= scratch  # the sampler's output folder is gone
+    scores = result["models"][str(chatml_model)]
+    assert scores["rewards"]["math_accuracy"]["pass_rate"] == (1.0 if calls else 0.0)
+    assert scores["tools"]["called"] == (1.0 if calls else 0.0) and scores["samples"] == 4
+    err = capsys.readouterr().err
+    assert "playing 2 prompts x 2 conversations with the tool loop" in err
+    assert "tools: the model's ChatML template cannot show tools" in err  # the template the run trained with
+
+
+def test_the_checkpoint_sweep_plays_the_tool_loop(tmp_path, chatml_model, no_hub, monkeypatch):
+    from trl import GRPOTrainer
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", scripted(True))
+    doc = tool_recipe(tmp_path, chatml_model)
+    doc["training"].update(max_steps=2, save_strategy="steps", save_steps=1, save_total_limit=None)
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    assert cli.main(["train", str(path)]) == 0
+    curve = sweep.sweep(str(path), tmp_path / "run")
+    saved = [p for p in curve["points"] if p["checkpoint"].startswith("checkpoint-")]
+    assert [p["step"] for p in saved] == [1, 2]
+    assert [p["rewards"]["math_accuracy"]["pass_rate"] for p in saved] == [1.0, 1.0]
+    assert all(p["tools"]["called"] == 1.0 for p in saved)
+
+
+def test_filter_refuses_a_tool_recipe(tmp_path, chatml_model):
+    """filter samples single replies: its pass rates would not be the tool loop's; refused in one line, nothing loaded."""
     from grpo_ext.core.errors import RecipeError
 
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(tool_recipe(tmp_path, chatml_model)))
-    with pytest.raises(RecipeError, match=f"{verb}: the recipe has tools or an environment"):
-        call(str(path), str(tmp_path))
+    with pytest.raises(RecipeError, match="grpo-ext filter: the recipe has tools or an environment"):
+        pass_filter.filter_rows(str(path))
     assert not (tmp_path / "run").exists()

@@ -154,11 +154,16 @@ def _arguments(fn) -> list[inspect.Parameter]:
     return [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
 
 
+def functions_shown(tools: list, environment) -> list:
+    """Every function the model is shown: the recipe's tools, then the environment's tool methods (as functions of
+    its class: transformers writes their schema without ``self``, as TRL's tool loop does for an instance's)."""
+    return [*tools, *([getattr(environment, n) for n in tool_methods(environment)] if environment is not None else [])]
+
+
 def describe(tools: list, environment) -> list[str]:
     """One line per tool as the model will see it: its name, arguments with their types, and first docstring line."""
     lines = []
-    methods = [getattr(environment, n) for n in tool_methods(environment)] if environment is not None else []
-    for fn in [*tools, *methods]:
+    for fn in functions_shown(tools, environment):
         params = _arguments(fn)
         args = ", ".join(f"{p.name}: {getattr(p.annotation, '__name__', p.annotation)}" for p in params)
         doc = (inspect.getdoc(fn) or "").splitlines()

@@ -33,7 +33,8 @@ from pathlib import Path
 from grpo_ext.core import catalog
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.text import suggest
-from grpo_ext.run import data, gpu_share, hardware
+from grpo_ext.recipe import agents
+from grpo_ext.run import chat_tools, data, gpu_share, hardware
 from grpo_ext.run.gpu_share import Launch
 from grpo_ext.settings import adapters, batch_rules, compat, examples, model_names, shapes
 
@@ -169,8 +170,11 @@ def longest_prompt_tokens(recipe, folder: Path | dict) -> int:
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
+    chat_tools.apply(tokenizer, recipe, lambda _: None)  # the template training renders with, tools shown
     chat = data.use_chat(recipe["data"], tokenizer)
-    longest = max(data.prompt_tokens([data.format_prompt(t, system, chat, turns) for t in texts], tokenizer), default=0)
+    tools = agents.functions_shown(recipe.tools, recipe.environment) or None  # their schemas are part of every prompt
+    prompts = [data.format_prompt(t, system, chat, turns) for t in texts]
+    longest = max(data.prompt_tokens(prompts, tokenizer, tools), default=0)
     limit = recipe["training"].get("max_prompt_length")  # longer prompts are dropped before training
     return longest if limit is None else min(longest, limit)
 

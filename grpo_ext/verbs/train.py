@@ -290,7 +290,7 @@ def _datasets(recipe: Recipe, rows: data.Rows, tokenizer, args, log, context: in
     chat = data.use_chat(d, tokenizer)
     train_set, eval_rows = data.formatted_set(rows.train, d, chat), data.formatted(rows.eval, d, chat)
     completion = args.max_completion_length
-    tools = recipe.tools or None  # what the model reads of them counts in its prompt
+    tools = agents.functions_shown(recipe.tools, recipe.environment) or None  # what the model reads of them counts in its prompt
     train_set, eval_rows, longest, notes = data.fit_prompts(train_set, eval_rows, limit, tokenizer, context, completion, tools)
     trainer.fit_prompt_limit(args, limit or longest)
     shown = "chat messages" if chat else "plain text"

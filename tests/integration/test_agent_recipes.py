@@ -4,12 +4,15 @@ so grpo_ext's ChatML tool template takes its place); each validation rule has a 
 per problem before torch is imported; on a TRL without tools the recipe is refused the same way, nothing written."""
 
 import json
+import re
 import sys
 
 import pytest
 import yaml
 
 from grpo_ext import cli
+from grpo_ext.recipe import load
+from grpo_ext.run import memory
 from grpo_ext.settings import compat
 from tests.helpers import ROOT, TIMED, run_command, tiny_doc
 
@@ -124,6 +127,16 @@ def test_a_file_environment_trains_two_steps_and_rewards(tmp_path, digit_doc, ch
     assert cli.main(["train", str(path)]) == 0
     records = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records if "rewards/Guess/mean" in r] == [1, 2]  # get_reward scored every rollout
+    # the guess tool's schema is part of every prompt: the run counts it, and the planner counts as the run does
+    longest = int(re.search(r"prompt tokens: min \d+, median [\d.]+, max (\d+)", capsys.readouterr().err).group(1))
+    without = {k: v for k, v in yaml.safe_load(path.read_text()).items() if k != "environment"}
+    assert longest > memory.longest_prompt_tokens(load(str(write(tmp_path / "plain.yaml", without))), chatml_model) + 30
+    assert memory.longest_prompt_tokens(load(str(path)), chatml_model) == longest
+
+
+def write(path, doc):
+    path.write_text(yaml.safe_dump(doc))
+    return path
 
 
 def train_without_torch(path, timed: bool, *flags: str):

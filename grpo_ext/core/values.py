@@ -2,6 +2,8 @@
 
 import math
 
+from grpo_ext.core.text import shown
+
 _KIND_OF = {bool: "bool", int: "int", float: "float", str: "str", list: "list", dict: "dict", type(None): "null"}
 _KIND_NAMES = {
     "str": "a string",
@@ -40,6 +42,19 @@ def coerce(value, kinds: tuple[str, ...] | list[str]):
             return value, False
         return (number, True) if math.isfinite(number) else (value, False)
     return value, False
+
+
+def wrong_kind(kinds, value) -> str:
+    """What a key of the wrong kind reads: the kinds it takes and what it got; a key left empty says so.
+
+    >>> wrong_kind(("list",), "calculator")
+    "expected a list, got str 'calculator'"
+    >>> wrong_kind(("list",), None)
+    'expected a list, got no value (the key is there, empty: give it one, or remove the key)'
+    """
+    if value is None:
+        return f"expected {describe_kinds(kinds)}, got no value (the key is there, empty: give it one, or remove the key)"
+    return f"expected {describe_kinds(kinds)}, got {kind_of(value)} {shown(value)}"
 
 
 def describe_kinds(kinds) -> str:

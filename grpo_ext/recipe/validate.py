@@ -12,7 +12,7 @@ from grpo_ext import rewards
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import clip, plural, shown, suggest
-from grpo_ext.core.values import coerce, describe_kinds, kind_of
+from grpo_ext.core.values import coerce, kind_of, wrong_kind
 from grpo_ext.recipe import agents
 from grpo_ext.recipe.read import absolute_path
 from grpo_ext.recipe.schema import MIXTURE_SOURCE, SCHEMA, TOP_LEVEL, Spec
@@ -105,7 +105,7 @@ def _check_section(section: dict, schema: dict[str, Spec], path: str, problems: 
         spec = schema[key]
         value, ok = coerce(value, spec.kinds)
         if not ok:
-            problems.append(f"{where}: expected {describe_kinds(spec.kinds)}, got {kind_of(value)} {shown(value)}")
+            problems.append(f"{where}: {wrong_kind(spec.kinds, value)}")
             continue
         if spec.choices is not None and value not in spec.choices:
             problems.append(f"{where}: {shown(value)} is not one of {', '.join(map(repr, spec.choices))}")

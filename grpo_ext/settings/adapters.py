@@ -13,8 +13,8 @@ import importlib.util
 from functools import cache
 from pathlib import Path
 
-from grpo_ext.core.text import shown, suggest
-from grpo_ext.core.values import coerce, describe_kinds, kind_of
+from grpo_ext.core.text import suggest
+from grpo_ext.core.values import coerce, wrong_kind
 
 LORA_DEFAULTS: dict[str, object] = {"r": 16, "lora_alpha": 32, "lora_dropout": 0.0, "target_modules": "all-linear"}
 
@@ -99,7 +99,7 @@ def check(model_cfg: dict, training: dict) -> list[str]:
             elif key in LORA_KINDS:
                 value, ok = coerce(value, LORA_KINDS[key])
                 if not ok:
-                    problems.append(f"{where}: expected {describe_kinds(LORA_KINDS[key])}, got {kind_of(value)} {shown(value)}")
+                    problems.append(f"{where}: {wrong_kind(LORA_KINDS[key], value)}")
                 elif key == "r" and value < 1:
                     problems.append(f"{where}: the adapter rank must be at least 1, got {value}")
                 elif key == "lora_dropout" and not 0 <= value < 1:

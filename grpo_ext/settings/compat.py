@@ -20,7 +20,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from grpo_ext.core.text import clip, shown, suggest
-from grpo_ext.core.values import coerce, describe_kinds, kind_of
+from grpo_ext.core.values import coerce, wrong_kind
 from grpo_ext.settings import batch_rules
 
 MIN_TRL = Version("0.19")
@@ -373,7 +373,7 @@ def check_training(training: dict, installed: Version | None = None) -> list[str
         if spec:
             coerced, ok = coerce(value, spec["kinds"])
             if not ok:
-                problems.append(f"{where}: expected {describe_kinds(spec['kinds'])}, got {kind_of(value)} {shown(value)}")
+                problems.append(f"{where}: {wrong_kind(spec['kinds'], value)}")
                 continue
             training[key] = coerced
         valid[key] = training[key]

@@ -255,7 +255,7 @@ def hand_edited(draw):
             st.sampled_from(
                 [
                     ("  name: smollm2-135m-instruct", "yes", "model.name: expected a string, got bool True"),
-                    ("  name: smollm2-135m-instruct", "~", "model.name: expected a string, got no value (the key is there, empty"),
+                    ("  name: smollm2-135m-instruct", "~", "model.name: expected a string, got no value"),
                     ("seed: 0", "0o17", "seed: expected an integer, got str '0o17'"),
                     ("output_dir: runs/digit", "off", "output_dir: expected a string, got bool False"),
                     ("  learning_rate: 3.0e-5", "no", "training.learning_rate: expected a finite number, got bool False"),

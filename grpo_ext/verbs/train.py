@@ -40,7 +40,7 @@ from grpo_ext.run import (
     skipping,
     trainer,
 )
-from grpo_ext.settings import adapters, advice, compat, datafiles, generators, mixture, model_names, variants
+from grpo_ext.settings import adapters, advice, compat, datafiles, examples, generators, mixture, model_names, variants
 
 
 def train(
@@ -181,6 +181,18 @@ def dry_run(recipe: Recipe) -> None:
         print(f"tools the model sees{where}:")
         for line in agents.describe(recipe.tools, recipe.environment):
             print(f"  {line}")
+    if recipe["model"]["chat_template"]:
+        print(f"chat template: {recipe['model']['chat_template']} (model.chat_template)")
+    elif recipe.tools or recipe.environment:  # which one needs the tokenizer, which a dry run does not load
+        print("chat template: the model's own if it can show tools, else grpo_ext's ChatML tool template (said at load)")
+    if d["examples"]:
+        turns = examples.messages(d["examples"])
+        calls = [c for c in examples.called(d["examples"]) if c[2] is not None]  # the calls, not their results
+        print(
+            f"worked examples: {plural(len(turns), 'message')} before every prompt, after the system prompt"
+            + (f", with {plural(len(calls), 'tool call')}" if calls else "")
+            + " (data.examples)"
+        )
     if d["mixture"]:
         line, *shortfalls = data.mixture_plan(d, recipe.base_dir, recipe["eval"]["enabled"])
         print(f"data: {line}; chat format: {d['chat']}")

@@ -155,6 +155,22 @@ CALLED = [  # a worked call of the calculator, as data.examples writes it
     {"role": "assistant", "content": "5"},
 ]
 
+
+@needs_tools
+def test_the_dry_run_shows_the_examples_and_the_template(tmp_path, digit_doc, chatml_model, capsys):
+    doc = agent_doc(tmp_path, digit_doc, chatml_model, tools=["calculator"])
+    doc["data"]["examples"] = CALLED
+    path = write(tmp_path / "recipe.yaml", doc)
+    assert cli.main(["train", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "worked examples: 4 messages before every prompt, after the system prompt, with 1 tool call (data.examples)" in out
+    assert "chat template: the model's own if it can show tools, else grpo_ext's ChatML tool template" in out
+    (tmp_path / "mine.jinja").write_text("{{ messages }}")
+    doc["model"]["chat_template"] = "mine.jinja"
+    assert cli.main(["train", str(write(path, doc)), "--dry-run"]) == 0
+    assert "chat template: mine.jinja (model.chat_template)" in capsys.readouterr().out
+
+
 BAD = [
     # (top-level keys, the start of a problem line)
     ({"tools": ["calculater"]}, "tools[0].name: unknown tool 'calculater'; did you mean 'calculator'?"),

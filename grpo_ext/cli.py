@@ -26,6 +26,7 @@ Exit status, for every verb: 0 done; 2 bad input (one ``error:`` line per proble
 import argparse
 import contextlib
 import inspect
+import json
 import os
 import sys
 from pathlib import Path
@@ -174,7 +175,17 @@ def cmd_tools_show(args) -> None:
             ("args: " if is_factory and inspect.signature(obj).parameters else "call: ")
             + f"{getattr(obj, '__name__', args.name)}{inspect.signature(obj)}"
         )
-    print(inspect.cleandoc(obj.__doc__ or "(no docstring: the model would see no description)"))
+    if is_factory or not obj.__doc__:
+        print(inspect.cleandoc(obj.__doc__ or "(no docstring: the model would see no description)"))
+        return
+    from transformers.utils import get_json_schema  # what TRL renders into the prompt (no torch import)
+
+    try:
+        schema = get_json_schema(obj)["function"]
+    except Exception as exc:  # the checks a recipe runs say the same, in one line
+        raise RecipeError(f"tools show: transformers cannot describe {args.name} to the model: {exc}") from None
+    print("the model reads (the schema in its prompt):")
+    print(json.dumps(schema, indent=2, ensure_ascii=False))
 
 
 def cmd_rewards_score(args) -> None:

@@ -5,6 +5,7 @@ person reads them, the watchdog's two tool rules on metric streams, and the Tool
 report.md."""
 
 import doctest
+import json
 
 import pytest
 
@@ -258,6 +259,10 @@ def test_tools_show_gives_the_call_the_model_makes(capsys):
     from grpo_ext import cli
 
     assert cli.main(["tools", "show", "calculator"]) == 0
-    assert "call: calculator(expression: str) -> str" in capsys.readouterr().out  # not the factory's empty signature
+    out = capsys.readouterr().out
+    assert "call: calculator(expression: str) -> str" in out  # not the factory's empty signature
+    schema = json.loads(out.split("the model reads (the schema in its prompt):\n", 1)[1])
+    assert schema["name"] == "calculator" and list(schema["parameters"]["properties"]) == ["expression"]
+    assert ">>>" not in out  # the docstring's examples are for people; the model never reads them
     assert cli.main(["tools", "show", "lookup"]) == 0
     assert "args: lookup_table(path: " in capsys.readouterr().out  # a factory: the args a recipe gives it

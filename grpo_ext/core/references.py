@@ -104,7 +104,13 @@ def import_reference(kind: Kind, name: str, base_dir: Path) -> object:
         try:
             module = importlib.import_module(target)
         except Exception as exc:
-            raise LookupError(f"importing module {target!r} failed: {type(exc).__name__}: {exc}") from exc
+            beside = resolve_path(target.replace(".", "/") + ".py", base_dir)
+            hint = (
+                f"; {beside.name} is a file beside the recipe: name it {target.replace('.', '/')}.py:{attr}"
+                if isinstance(exc, ModuleNotFoundError) and beside.is_file()
+                else ""
+            )
+            raise LookupError(f"importing module {target!r} failed: {type(exc).__name__}: {exc}{hint}") from exc
     if not hasattr(module, attr):
         options = [n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")]
         hint = closest(attr, options)

@@ -634,3 +634,13 @@ NAME_CASES = [
 @pytest.mark.parametrize("names,problems", NAME_CASES)
 def test_check_names(names, problems):
     assert check_names(names) == problems
+
+
+def test_a_module_name_for_a_file_beside_the_recipe_hints_at_the_file(tmp_path):
+    (tmp_path / "mytools.py").write_text("def convert(x: int) -> str:\n    return str(x)\n")
+    with pytest.raises(LookupError) as info:
+        find("mytools:convert", tmp_path)
+    assert str(info.value).endswith("mytools.py is a file beside the recipe: name it mytools.py:convert")
+    with pytest.raises(LookupError) as info:
+        find("othertools:convert", tmp_path)  # no such file either: no hint
+    assert "beside the recipe" not in str(info.value)

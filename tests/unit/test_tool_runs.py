@@ -172,6 +172,14 @@ def test_a_model_that_gave_its_tool_up_is_told_of_tool_success():
     assert "tool_success" not in never.line() and "data.examples" in never.line()  # it never called: show it calls
 
 
+def test_entropy_is_not_read_as_a_collapse_while_most_completions_call():
+    """A call's JSON and the result copied from it leave a few nats to sample: arith-tools seed 0 solved at 0.023."""
+    low = steps(1, tools__call_frequency=1.0, tools__failure_frequency=0.0)[0] | {"entropy": 0.023}
+    assert not [f for f in watchdog.Watchdog().update(low) if f.rule == "entropy_collapse"]
+    alone = low | {"tools/call_frequency": 0.0}  # the same entropy with no call: the rule speaks
+    assert [f.rule for f in watchdog.Watchdog().update(alone) if f.rule == "entropy_collapse"] == ["entropy_collapse"]
+
+
 def test_the_watchdog_leaves_a_solved_run_without_calls_alone():
     records = steps(8, tools__call_frequency=0.0, tools__failure_frequency=0.0)
     records = [{**r, "reward": 1.0, "rewards/math_accuracy/mean": 1.0} for r in records]

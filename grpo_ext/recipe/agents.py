@@ -63,17 +63,6 @@ def check(top: dict, base_dir: Path, problems: list[str]) -> tuple[list, object 
     return built, environment
 
 
-def single_replies(recipe, verb: str) -> None:
-    """RecipeError for a verb that samples single replies (``filter``, the
-    merge check) given a recipe with tools or an environment: its scores would not be the tool loop's."""
-    if recipe.tools or recipe.environment:
-        raise RecipeError(
-            f"{verb}: the recipe has tools or an environment, and {verb} samples single replies without the tool loop, "
-            "so its scores would not mean what training's do; the run's own eval before and after plays the tool loop "
-            "(eval_before and eval_after in its summary.json)"
-        )
-
-
 def check_calls(turns: list[dict], tools: list, environment) -> list[str]:
     """Each tool call of the worked examples (``data.examples``) names a tool the model is shown: one it copied from
     an example that it may not call would be a call that fails."""

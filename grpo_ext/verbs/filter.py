@@ -19,12 +19,14 @@ columns of its source and a ``pass_rate`` column; a histogram of the pass rates 
 run again with the same settings scores only the rows left; the file goes once the output is written.
 """
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import math
 import os
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -32,9 +34,9 @@ from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import exists, resolve_path, write_atomic
 from grpo_ext.core.text import plural, suggest
-from grpo_ext.recipe import Recipe, agents, load
+from grpo_ext.recipe import Recipe, load
 from grpo_ext.results import plots, scoring
-from grpo_ext.run import chat_tools, data, hardware, models
+from grpo_ext.run import chat_tools, data, hardware, models, rollouts
 from grpo_ext.settings import datafiles
 from grpo_ext.verbs import evaluate, train
 
@@ -98,14 +100,20 @@ def _check_out(out: Path, source: Path | None) -> None:
 
 
 def _reward(recipe: Recipe, name: str | None) -> str:
-    """The name of the reward whose pass rate decides, checked against the recipe's rewards (no reward is built)."""
-    names = recipe.reward_names
+    """The name of the reward whose pass rate decides, checked against the recipe's rewards and its environment's
+    ``get_reward`` (named by its class, as TRL logs it); no reward is built."""
+    names = [*recipe.reward_names, *_environment_reward(recipe)]
     if name is None:
         return names[0]
     if name not in names:
         hint = suggest(name, names, "; its rewards: " + ", ".join(names))
         raise RecipeError(f"--reward {name}: the recipe has no such reward{hint}")
     return name
+
+
+def _environment_reward(recipe: Recipe) -> list[str]:
+    env = recipe.environment
+    return [env.__name__] if env is not None and callable(getattr(env, "get_reward", None)) else []
 
 
 def _sampling(recipe: Recipe, k: int) -> scoring.Settings:
@@ -208,21 +216,37 @@ class _Bar:
             self.bar = None
 
 
-def score_rows(model, tokenizer, rows: list[dict], todo: list[int], fn, s: scoring.Settings, *, chat: bool, record, bar):
+def score_rows(
+    model, tokenizer, rows: list[dict], todo: list[int], fn, s: scoring.Settings, *, chat: bool, record, bar, sampler=None
+):
     """Sample and score the rows ``todo`` (indices into ``rows``), a generation batch at a time; ``record(i, passed,
     judged)`` is called for each row as its batch is done. A batch is seeded by its first row's index, so a row's
-    samples do not depend on how many rows an earlier run scored."""
+    samples do not depend on how many rows an earlier run scored. With ``sampler`` (a recipe with tools or an
+    environment) each sample is a conversation played through its tool loop, and ``fn`` is the name of the reward
+    read off it."""
     threshold = s.pass_threshold if getattr(fn, "pass_threshold", None) is None else fn.pass_threshold
     per_batch = max(1, s.batch_size // s.samples)
     done = len(rows) - len(todo)
-    with scoring.random_state_kept(), scoring.precision(model, s):
+    with scoring.random_state_kept(), scoring.precision(model, s) if sampler is None else contextlib.nullcontext():
         for start in range(0, len(todo), per_batch):
             batch = todo[start : start + per_batch]
             chunk = [rows[i] for i in batch]
             seeded = dataclasses.replace(s, seed=s.seed + batch[0])
-            completions, ids = scoring.sample(model, tokenizer, [r["prompt"] for r in chunk], seeded)
-            prompts, flat, extra = scoring.reward_inputs(chunk, completions, chat=chat, completion_ids=ids)
-            scores = fn(prompts=prompts, completions=flat, **extra)
+            if sampler is not None:
+                played = rollouts.sample(
+                    sampler,
+                    chunk,
+                    samples=s.samples,
+                    temperature=s.temperature,
+                    max_new_tokens=s.max_new_tokens,
+                    seed=seeded.seed,
+                    batch_size=s.batch_size,
+                )
+                scores = played.scores[fn]
+            else:
+                completions, ids = scoring.sample(model, tokenizer, [r["prompt"] for r in chunk], seeded)
+                prompts, flat, extra = scoring.reward_inputs(chunk, completions, chat=chat, completion_ids=ids)
+                scores = fn(prompts=prompts, completions=flat, **extra)
             for j, i in enumerate(batch):
                 own = [x for x in scores[j * s.samples : (j + 1) * s.samples] if x is not None]
                 record(i, sum(x >= threshold for x in own), len(own))
@@ -339,7 +363,12 @@ def _score_remaining(
 
     try:
         rows = data.formatted(raw, recipe["data"], chat)
-        score_rows(loaded, tokenizer, rows, todo, fn, s, chat=chat, record=record, bar=bar)
+        if recipe.tools or recipe.environment:
+            with tempfile.TemporaryDirectory(prefix="grpo_ext_filter_") as scratch:
+                sampler = rollouts.sampler(recipe, loaded, tokenizer, rows, scratch)
+                score_rows(loaded, tokenizer, rows, todo, fn, s, chat=chat, record=record, bar=bar, sampler=sampler)
+        else:
+            score_rows(loaded, tokenizer, rows, todo, fn, s, chat=chat, record=record, bar=bar)
     except KeyboardInterrupt:
         bar.stop()
         log(f"filter: stopped at {len(results)} of {plural(len(raw), 'row')}, kept in {progress}; run it again to go on")
@@ -373,14 +402,19 @@ def filter_rows(
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise RecipeError(f"--k {k}: sample each prompt at least once; give a whole number, e.g. --k {K}")
     recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
-    agents.single_replies(recipe, "grpo-ext filter")
     reward = _reward(recipe, reward)
     dest = Path(out).expanduser() if out else default_out(recipe)
     _check_out(dest, _data_path(recipe["data"], recipe.base_dir))
     train.check_data(recipe)  # every row of a local data file, before anything heavy is imported
     console.quiet_third_parties(verbose)
     train_set = _training_rows(recipe)
-    fn = dict(zip(recipe.reward_names, recipe.reward_funcs, strict=True))[reward]  # a factory that refuses its args: here
+    funcs = dict(zip(recipe.reward_names, recipe.reward_funcs, strict=True))  # a factory that refuses its args: here
+    # through the tool loop the scores come off TRL's reward call, by the name TRL gives the reward
+    fn = (
+        (getattr(funcs[reward], "__name__", reward) if reward in funcs else reward)
+        if recipe.tools or recipe.environment
+        else funcs[reward]
+    )
     s = _sampling(recipe, k)
     raw = list(train_set)
     key = _key(recipe, model, reward, s, [r["prompt"] for r in raw])

@@ -189,12 +189,31 @@ def test_the_checkpoint_sweep_plays_the_tool_loop(tmp_path, chatml_model, no_hub
     assert all(p["tools"]["called"] == 1.0 for p in saved)
 
 
-def test_filter_refuses_a_tool_recipe(tmp_path, chatml_model):
-    """filter samples single replies: its pass rates would not be the tool loop's; refused in one line, nothing loaded."""
-    from grpo_ext.core.errors import RecipeError
+@pytest.mark.parametrize("calls", [True, False])
+def test_filter_plays_the_tool_loop(calls, tmp_path, chatml_model, no_hub, monkeypatch):
+    """filter judges each row by conversations played as training plays them: the policy that calls the calculator
+    passes every row, the one that guesses none."""
+    from trl import GRPOTrainer
 
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", scripted(calls))
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(tool_recipe(tmp_path, chatml_model)))
-    with pytest.raises(RecipeError, match="grpo-ext filter: the recipe has tools or an environment"):
-        pass_filter.filter_rows(str(path))
-    assert not (tmp_path / "run").exists()
+    summary = pass_filter.filter_rows(str(path), k=2, keep="0:1", out=tmp_path / "kept.jsonl")
+    assert summary["pass_rates"] == [1.0 if calls else 0.0] * len(ROWS)
+    assert summary["reward"] == "math_accuracy" and summary["kept"] == len(ROWS)
+
+
+@needs_environment
+def test_filter_reads_the_environments_reward(tmp_path, chatml_model, no_hub, monkeypatch):
+    from trl import GRPOTrainer
+
+    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", bisecting)
+    doc = tool_recipe(tmp_path, chatml_model)
+    doc.pop("tools")
+    doc["data"] = {"source": "guess", "source_args": {"train": 3, "held_out": 2}}
+    doc.update(environment="guess_number", rewards=[])
+    doc["training"].update(max_tool_calling_iterations=4, max_completion_length=600)
+    path = tmp_path / "recipe.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    summary = pass_filter.filter_rows(str(path), k=2, keep="0:1", out=tmp_path / "kept.jsonl")
+    assert summary["reward"] == "GuessNumber" and summary["pass_rates"] == [1.0, 1.0, 1.0]  # halving wins every game

@@ -19,7 +19,6 @@ import inspect
 from pathlib import Path
 
 from grpo_ext.core import references
-from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import shown
 from grpo_ext.core.values import kind_of

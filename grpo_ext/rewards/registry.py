@@ -21,6 +21,7 @@ signature, and builds only the registry's own rewards: a user's factory is calle
 
 import functools
 import inspect
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -150,9 +151,25 @@ def prompt_text(prompt: str | list, roles: bool = False) -> str:
     for m in prompt:
         if not isinstance(m, dict):
             lines.append(str(m))
-        else:
-            lines.append(f"{m.get('role', 'user')}: {m.get('content', '')}" if roles else str(m.get("content", "")))
+            continue
+        text = "\n".join([str(m.get("content") or ""), *map(call_text, m.get("tool_calls") or [])]).strip("\n")
+        lines.append(f"{m.get('role', 'user')}: {text}" if roles else text)
     return "\n".join(lines)
+
+
+def call_text(call: dict) -> str:
+    """A tool call as a person reads it, in a worked example of the prompt or in a completion.
+
+    >>> call_text({"type": "function", "function": {"name": "guess", "arguments": '{"number": 5}'}})
+    '→ guess({"number": 5})'
+    >>> called = {"role": "assistant", "content": "", "tool_calls": [{"name": "guess", "arguments": {"number": 5}}]}
+    >>> prompt_text([called], roles=True)
+    'assistant: → guess({"number": 5})'
+    """
+    function = call.get("function", call)
+    arguments = function.get("arguments")
+    shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return f"→ {function.get('name')}({shown})"
 
 
 def completion_text(completion: str | list | dict) -> str:

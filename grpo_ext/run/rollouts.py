@@ -13,9 +13,9 @@ the parser could not read (``<tool_call>`` in its text and no call parsed), and 
 """
 
 import contextlib
-import json
 from dataclasses import dataclass, field
 
+from grpo_ext.rewards.registry import call_text
 from grpo_ext.rewards.tool_use import is_error
 from grpo_ext.run import hardware, trainer
 
@@ -130,11 +130,7 @@ def transcript(completion) -> str:
         text = str(message.get("content") or "").strip()
         if text:
             lines.append(text)
-        for call in message.get("tool_calls") or []:
-            function = call.get("function", call)
-            arguments = function.get("arguments")
-            shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-            lines.append(f"→ {function.get('name')}({shown})")
+        lines += [call_text(call) for call in message.get("tool_calls") or []]
     return "\n".join(lines)
 
 

@@ -259,6 +259,10 @@ def test_completions_log_writes_a_tool_conversation_with_its_calls():
     }
     written = [json.loads(line) for line in completions.lines(3, batch)]
     assert written[0]["completion"] == '→ calculator({"expression": "9 + 4"})\n← 13\nAnswer: 13'
+    # a worked example in the prompt shows its call too, not an empty assistant turn
+    shown = data.format_prompt("2 + 2?", None, True, examples.messages(WORKED))
+    (line,) = completions.lines(3, {**batch, "prompt": [shown], "completion": [PLAIN], "rewards": {}, "advantages": [0.0]})
+    assert 'assistant: → calculator({"expression": "9 + 4"})\ntool: 13\n' in json.loads(line)["prompt"]
     assert written[1]["completion"] == "Answer: 12"  # a plain reply as before
     assert rollouts.has_tool_turns(CALLED) and not rollouts.has_tool_turns(PLAIN) and not rollouts.has_tool_turns("text")
 

@@ -222,8 +222,8 @@ def score_rows(
     """Sample and score the rows ``todo`` (indices into ``rows``), a generation batch at a time; ``record(i, passed,
     judged)`` is called for each row as its batch is done. A batch is seeded by its first row's index, so a row's
     samples do not depend on how many rows an earlier run scored. With ``sampler`` (a recipe with tools or an
-    environment) each sample is a conversation played through its tool loop, and ``fn`` is the name of the reward
-    read off it."""
+    environment) each sample is a conversation played through its tool loop and its scores are read off TRL's
+    reward call; ``fn`` may then be the name of the environment's reward."""
     threshold = s.pass_threshold if getattr(fn, "pass_threshold", None) is None else fn.pass_threshold
     per_batch = max(1, s.batch_size // s.samples)
     done = len(rows) - len(todo)
@@ -242,7 +242,7 @@ def score_rows(
                     seed=seeded.seed,
                     batch_size=s.batch_size,
                 )
-                scores = played.scores[fn]
+                scores = played.scores[fn if isinstance(fn, str) else fn.__name__]  # by the name TRL logs it
             else:
                 completions, ids = scoring.sample(model, tokenizer, [r["prompt"] for r in chunk], seeded)
                 prompts, flat, extra = scoring.reward_inputs(chunk, completions, chat=chat, completion_ids=ids)
@@ -409,12 +409,7 @@ def filter_rows(
     console.quiet_third_parties(verbose)
     train_set = _training_rows(recipe)
     funcs = dict(zip(recipe.reward_names, recipe.reward_funcs, strict=True))  # a factory that refuses its args: here
-    # through the tool loop the scores come off TRL's reward call, by the name TRL gives the reward
-    fn = (
-        (getattr(funcs[reward], "__name__", reward) if reward in funcs else reward)
-        if recipe.tools or recipe.environment
-        else funcs[reward]
-    )
+    fn = funcs.get(reward, reward)  # the environment's reward is only a name: TRL calls its get_reward
     s = _sampling(recipe, k)
     raw = list(train_set)
     key = _key(recipe, model, reward, s, [r["prompt"] for r in raw])

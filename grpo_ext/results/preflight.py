@@ -26,7 +26,6 @@ from grpo_ext.results.watchdog import (
     TOOLS_UNUSED_REMEDY,
     Finding,
 )
-from grpo_ext.run import rollouts
 from grpo_ext.settings import compat
 
 # a strict reward → the built-in partial-credit reward for its task
@@ -174,15 +173,7 @@ def sample_conversations(trainer, rows: list[dict], weights: list[float], traini
     group = compat.effective(training, "num_generations")
     s = scoring.as_training(s, training, group)
     with scoring.random_state_kept():
-        sampled = rollouts.sample(
-            trainer,
-            rows,
-            samples=group,
-            temperature=s.temperature,
-            max_new_tokens=s.max_new_tokens,
-            seed=s.seed,
-            batch_size=s.batch_size,
-        )
+        sampled = scoring.play(trainer, rows, s)  # s.samples is the group: as_training set it
     names = list(sampled.scores)
     stats, findings = verdicts(sampled.scores, [*weights, *[1.0] * (len(names) - len(weights))], group, {}, limits)
     stats["tools"] = tools = sampled.tool_counts()

@@ -251,22 +251,27 @@ def random_state_kept():
         np.random.set_state(numpy)
 
 
+def play(trainer, rows: list[dict], s: Settings) -> rollouts.Rollouts:
+    """``s.samples`` conversations for each row, played by ``trainer`` through its tool loop under the sampling
+    settings of ``s`` (``run.rollouts.sample``)."""
+    return rollouts.sample(
+        trainer,
+        rows,
+        samples=s.samples,
+        temperature=s.temperature,
+        max_new_tokens=s.max_new_tokens,
+        seed=s.seed,
+        batch_size=s.batch_size,
+    )
+
+
 def score_model(model, tokenizer, rows: list[dict], reward_funcs: list, s: Settings, *, chat: bool, trainer=None) -> dict:
     """Sample ``s.samples`` completions per row (under bf16 autocast when ``s.bf16``) and score them with the rewards.
     With ``trainer`` (a recipe with tools or an environment), the trainer samples whole conversations with its tool
     loop and scores them (``run.rollouts``)."""
     with random_state_kept():  # training then draws what it would have drawn without an eval
         if trainer is not None:
-            done = rollouts.sample(
-                trainer,
-                rows,
-                samples=s.samples,
-                temperature=s.temperature,
-                max_new_tokens=s.max_new_tokens,
-                seed=s.seed,
-                batch_size=s.batch_size,
-            )
-            result = score_rollouts(rows, done, reward_funcs, s)
+            result = score_rollouts(rows, play(trainer, rows, s), reward_funcs, s)
         else:
             with precision(model, s):
                 completions, ids = sample(model, tokenizer, [r["prompt"] for r in rows], s)

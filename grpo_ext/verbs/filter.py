@@ -233,15 +233,7 @@ def score_rows(
             chunk = [rows[i] for i in batch]
             seeded = dataclasses.replace(s, seed=s.seed + batch[0])
             if sampler is not None:
-                played = rollouts.sample(
-                    sampler,
-                    chunk,
-                    samples=s.samples,
-                    temperature=s.temperature,
-                    max_new_tokens=s.max_new_tokens,
-                    seed=seeded.seed,
-                    batch_size=s.batch_size,
-                )
+                played = scoring.play(sampler, chunk, seeded)
                 scores = played.scores[fn if isinstance(fn, str) else fn.__name__]  # by the name TRL logs it
             else:
                 completions, ids = scoring.sample(model, tokenizer, [r["prompt"] for r in chunk], seeded)

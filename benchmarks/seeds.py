@@ -137,11 +137,11 @@ def report(results: dict[str, list[dict]], overrides: dict[str, list[str]], solv
     shipped = [r["pass_rate"] for r in results["shipped"]]
     for label in candidates:
         diff = evalstats.paired(shipped, [r["pass_rate"] for r in results[label]], [1] * n)
-        lines.append(f"{label} vs shipped, mean pass rate on the same seeds: {evalstats.verdict(diff)}")
+        lines.append(f"{label} vs shipped, mean pass rate on the same seeds: {evalstats.verdict(diff, 'seed')}")
     for label, rows in results.items():
         if rows and all(isinstance(r.get("before"), (int, float)) for r in rows):
             rise = evalstats.paired([r["before"] for r in rows], [r["pass_rate"] for r in rows], [1] * n)
-            lines.append(f"{label} after vs before training, mean pass rate on the same seeds: {evalstats.verdict(rise)}")
+            lines.append(f"{label} after vs before training, mean pass rate on the same seeds: {evalstats.verdict(rise, 'seed')}")
     for label in candidates:
         solved, mean, wall = stats(results[label])
         ratio = f"{solved / base[0]:.2f}" if base[0] else "n/a (shipped solved none)"

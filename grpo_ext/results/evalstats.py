@@ -183,15 +183,16 @@ def paired(before: list[float | None], after: list[float | None], weights: list[
     return mean_interval([a - b for b, a, _ in kept], [w for _, _, w in kept])
 
 
-def verdict(diff: Estimate | None) -> str:
-    """One line: ``better: +0.34 [+0.21, +0.47]``, ``worse: ...`` or ``no detectable difference: ...``.
+def verdict(diff: Estimate | None, unit: str = "prompt") -> str:
+    """One line: ``better: +0.34 [+0.21, +0.47]``, ``worse: ...`` or ``no detectable difference: ...``; ``unit`` names
+    what the difference was paired over (prompts of an eval, seeds of a benchmark).
 
     >>> verdict(Estimate(0.34, 0.21, 0.47)), verdict(Estimate(0.05, -0.1, 0.2))
     ('better: +0.34 [+0.21, +0.47]', 'no detectable difference: +0.05 [-0.10, +0.20]')
     """
     if diff is None:
-        return "not compared (no prompt scored on both sides)"
+        return f"not compared (no {unit} scored on both sides)"
     if diff.low is None:
-        return f"no interval (one prompt): {diff.value:+.2f}"
+        return f"no interval (one {unit}): {diff.value:+.2f}"
     word = "better" if diff.low > 0 else "worse" if diff.high < 0 else "no detectable difference"
     return f"{word}: {diff.value:+.2f} [{diff.low:+.2f}, {diff.high:+.2f}]"

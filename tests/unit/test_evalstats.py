@@ -146,6 +146,12 @@ def test_verdict(diff, expected):
     assert evalstats.verdict(diff) == expected
 
 
+def test_verdict_names_its_unit():
+    # the seeds benchmark pairs runs by seed: one seed has no spread, and saying "one prompt" would mislead
+    assert evalstats.verdict(Estimate(0.45, None, None), "seed") == "no interval (one seed): +0.45"
+    assert evalstats.verdict(None, "seed") == "not compared (no seed scored on both sides)"
+
+
 def result(per_prompt: list[list[float]], threshold: float = 1.0) -> dict:
     """An eval result as scoring.score writes it, reduced to what a paired comparison reads."""
     return {"prompts": len(per_prompt), "rewards": {"r": {"per_prompt": per_prompt, "pass_threshold": threshold}}}

@@ -267,7 +267,7 @@ class Watchdog:
             return None
         slope, error = trend(rewards)
         z = self.limits["trend_z"]
-        if slope - z * error > 0:
+        if slope - z * error > 0 or self._risen(rewards[n // 2 :], z):
             return None
         return Finding(
             window[-1]["step"],
@@ -280,6 +280,18 @@ class Watchdog:
             "check training.learning_rate (a 135M model takes 1e-5 to 1e-4, a 7B about 1e-6), the pre-flight's share "
             "of flat groups, and that the reward can be reached; a run that rose before has plateaued",
         )
+
+    def _risen(self, recent: list[float], z: float) -> bool:
+        """The recent rewards stand ``z`` standard errors above the run's first step: the policy moved toward the
+        reward and then levelled off. A slope misses this when the rise came in the first step or two: the guessing
+        game rose from 0.24 to 0.73 at step 2 and then wandered between 0.68 and 0.93, and its held-out games won went
+        from 0.16 to 0.84."""
+        first = _num(self.records[0], "reward")
+        if first is None or len(recent) < 2 or not _finite(recent):
+            return False
+        # the first step is one batch, as noisy as any of the recent ones: its noise adds to that of their mean
+        noise = statistics.stdev(recent) * math.sqrt(1 + 1 / len(recent))
+        return statistics.fmean(recent) - first > z * noise
 
     def _pinned(self) -> Finding | None:
         n = self.limits["clipped_steps"]

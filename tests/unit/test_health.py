@@ -52,6 +52,11 @@ LR9_MEANS = {
         0.094,
     ],
 }
+# recipes/guess.yaml, seed 0, the first 16 steps (metrics.jsonl)
+GUESS_REWARD = [0.242, 0.727, 0.742, 0.766, 0.695, 0.93, 0.738, 0.699, 0.93, 0.734, 0.805, 0.859, 0.926, 0.93, 0.824, 0.684]
+GUESS_ENTROPY = [0.359, 0.057, 0.059, 0.064, 0.095, 0.055, 0.045, 0.042, 0.058, 0.046, 0.036, 0.037, 0.032, 0.026, 0.031, 0.077]
+GUESS_CLIPPED = [0.312, 0.75, 0.562, 0.312, 0.625, 0.375, 0.688, 0.875, 0.625, 0.625, 0.75, 0.25, 0.125, 0.125, 0.312, 0.562]
+GUESS_CALLS = [1.062, 3.75, 3.25, 2.688, 2.875, 3.0, 3.688, 3.812, 3.625, 3.375, 3.812, 3.125, 2.062, 3.125, 3.062, 3.375]
 QLORA_REWARD = [0.05, 0.1, 0.12, 0.038, 0.129, 0.025, 0.175, 0.095, 0.045, 0.087, 0.192, 0.523, 0.529, 1.144, 1.731, 1.349]
 QLORA_ENTROPY = [3.245, 2.895, 3.0, 2.996, 2.7, 3.292, 2.801, 2.584, 3.19, 3.166, 2.864, 2.377, 2.002, 1.432, 1.677, 1.374]
 QLORA_MEANS = {
@@ -169,6 +174,28 @@ WATCHDOG_CASES = [
     (stream(16, frac_reward_zero_std=0.8, entropy=LR9_ENTROPY, reward=LR9_REWARD, **LR9_MEANS), [("not_learning", 16)]),
     # the same for 15 steps: shorter than trend_steps, silent
     (stream(15, frac_reward_zero_std=0.8, entropy=LR9_ENTROPY, reward=LR9_REWARD, **LR9_MEANS), []),
+    # recipes/guess.yaml seed 0 (224 tokens): rose from 0.24 to 0.73 at step 2, then wandered 0.68-0.93 while it learned
+    # (held-out games won 0.16 -> 0.84); its slope over 16 steps is only 2.2 standard errors above 0, but it stands
+    # well above where it began: silent
+    (
+        stream(
+            16,
+            reward=GUESS_REWARD,
+            rewards__GuessNumber__mean=GUESS_REWARD,
+            entropy=GUESS_ENTROPY,
+            frac_reward_zero_std=lambda s: 0.5 if s in (7, 9, 12) else 0.0,
+            completions__clipped_ratio=GUESS_CLIPPED,
+            tools__call_frequency=GUESS_CALLS,
+            tools__failure_frequency=lambda s: 0.059 if s == 1 else 0.0,
+            loss=0.1,
+        ),
+        [],
+    ),
+    # the same rewards from a start as high as the plateau: not risen, so the slope decides, and it names the run
+    (
+        stream(16, reward=[0.8] + GUESS_REWARD[1:], rewards__GuessNumber__mean=[0.8] + GUESS_REWARD[1:], loss=0.1),
+        [("not_learning", 16)],
+    ),
     # the slowest solving digit run measured (digit-qlora.yaml, seed 42): flat for 10 steps, then rising; silent
     (stream(16, frac_reward_zero_std=0.5, entropy=QLORA_ENTROPY, reward=QLORA_REWARD, **QLORA_MEANS), []),
     # a learning run (the shape of recipes/digit.yaml seed 0): silent

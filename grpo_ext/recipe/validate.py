@@ -94,6 +94,22 @@ class Recipe:
         return yaml.safe_dump(self.portable(), sort_keys=False, allow_unicode=True)
 
 
+def _nul_places(value, where: str) -> list[str]:
+    """Where a key or a text of the recipe holds a NUL character, as ``data.system_prompt`` or ``rewards[1]``."""
+    if isinstance(value, str):
+        return [where or "the recipe"] if "\0" in value else []
+    if isinstance(value, dict):
+        places = []
+        for key, item in value.items():
+            name = clip(str(key).replace("\0", "\\0"))  # shown, not written to the terminal
+            inner = f"{where}.{name}" if where else name
+            places += ([inner] if isinstance(key, str) and "\0" in key else []) + _nul_places(item, inner)
+        return places
+    if isinstance(value, list):
+        return [place for i, item in enumerate(value) for place in _nul_places(item, f"{where}[{i}]")]
+    return []
+
+
 def _check_section(section: dict, schema: dict[str, Spec], path: str, problems: list[str]) -> dict:
     """Fill defaults and check kinds, choices and minimums; unknown keys get a suggestion."""
     out = {}
@@ -432,6 +448,9 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     """
     problems: list[str] = []
     source = str(path) if path else None
+    nul = _nul_places(doc, "")
+    if nul:  # the checks below hand paths to the OS, which refuses a NUL with a traceback
+        raise RecipeError([f"{where}: holds a NUL character (\\0), which no path or text may; remove it" for where in nul], source)
     base_dir = path.parent if path else Path.cwd()
     top = _check_section(doc, TOP_LEVEL, "", problems)
 

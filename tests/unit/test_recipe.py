@@ -34,6 +34,10 @@ BAD = [
     ("output_dir", KeyError, "output_dir: missing"),
     ("rewards", [], "rewards: is empty"),
     ("sed", 1, "sed: unknown key; did you mean 'seed'?"),
+    # a NUL reaches no path: the OS refuses it with a ValueError, so validation names it before any path is touched
+    ("output_dir", "runs/a\0b", "output_dir: holds a NUL character (\\0), which no path or text may; remove it"),
+    ("data.system_prompt", "Be brief.\0", "data.system_prompt: holds a NUL character"),
+    ("rewards.1", {"name": "digit_shaped", "we\0ight": 2}, "rewards[1].we\\0ight: holds a NUL character"),
 ]
 
 

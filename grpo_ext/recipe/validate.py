@@ -450,7 +450,8 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     source = str(path) if path else None
     nul = _nul_places(doc, "")
     if nul:  # the checks below hand paths to the OS, which refuses a NUL with a traceback
-        raise RecipeError([f"{where}: holds a NUL character (\\0), which no path or text may; remove it" for where in nul], source)
+        lines = [f"{where}: holds a NUL character (\\0), which no path or text may; remove it" for where in nul]
+        raise RecipeError(lines, source)
     base_dir = path.parent if path else Path.cwd()
     top = _check_section(doc, TOP_LEVEL, "", problems)
 

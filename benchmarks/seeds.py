@@ -18,11 +18,13 @@ Each share of seeds solved and each mean pass rate has its 95% interval over see
 seed is the unit), and each candidate's per-seed pass rates are compared with the shipped recipe's on the same
 seeds (paired), and with the run's own ``eval before`` (how far training moved the pass rate). With ``--log FILE``
 each finished run is appended to FILE as it ends, and a benchmark started again with the same log (after a crash,
-or with more seeds) does not run again what is already there; the comparison covers the seeds that every
+or with more seeds) does not run again what is already there, as long as the recipe file it ran is unchanged
+(its hash is logged with the run); the comparison covers the seeds that every
 contestant has run. A run's trained model is deleted once it has been scored (0.5 GB each for the digit recipe).
 """
 
 import argparse
+import hashlib
 import json
 import shlex
 import shutil
@@ -54,10 +56,19 @@ def candidate(text: str) -> tuple[str, list[str]]:
     return label.strip(), shlex.split(overrides)
 
 
+def recipe_of(recipe: str, overrides: list[str]) -> tuple[str, list[str]]:
+    """The recipe a contestant runs (``recipe=PATH`` among its overrides names one of its own) and its other overrides."""
+    own = [o for o in overrides if o.startswith("recipe=")]
+    return (own[-1].removeprefix("recipe=") if own else recipe), [o for o in overrides if not o.startswith("recipe=")]
+
+
+def digest(recipe: str) -> str:
+    """The recipe file's text, hashed: a logged run is reused only while the file it ran is unchanged."""
+    return hashlib.sha256((ROOT / recipe).read_bytes()).hexdigest()[:16]
+
+
 def run_once(recipe: str, seed: int, overrides: list[str], metric: str, out: Path) -> dict:
-    own = [o for o in overrides if o.startswith("recipe=")]  # a candidate that is a recipe of its own
-    recipe = own[-1].removeprefix("recipe=") if own else recipe
-    overrides = [o for o in overrides if not o.startswith("recipe=")]
+    recipe, overrides = recipe_of(recipe, overrides)
     cmd = [
         sys.executable,
         "-m",
@@ -209,13 +220,15 @@ def main() -> None:
         for i, seed in enumerate(args.seeds):
             order = contestants if i % 2 == 0 else contestants[::-1]
             for label, extra in order:
-                same = (args.recipe, label, extra, seed, args.metric)
-                r = next((d for d in done if (d["recipe"], d["label"], d["overrides"], d["seed"], d["metric"]) == same), None)
+                text = digest(recipe_of(args.recipe, extra)[0])
+                same = (args.recipe, label, extra, seed, args.metric, text)
+                keys = ("recipe", "label", "overrides", "seed", "metric", "recipe_digest")
+                r = next((d for d in done if tuple(d.get(k) for k in keys) == same), None)
                 logged = r is not None
                 if r is None:
                     (work / label).mkdir(parents=True, exist_ok=True)
                     r = run_once(args.recipe, seed, extra, args.metric, work / label / f"seed-{seed}")
-                    r.update(recipe=args.recipe, label=label, overrides=extra, metric=args.metric)
+                    r.update(recipe=args.recipe, label=label, overrides=extra, metric=args.metric, recipe_digest=text)
                     if args.log:
                         args.log.parent.mkdir(parents=True, exist_ok=True)
                         with args.log.open("a", encoding="utf-8") as log:

@@ -48,6 +48,11 @@ def test_tiny_sweep(tiny_model, digit_doc, tmp_path):
     assert [line for line in again.stdout.splitlines() if not line.startswith("seed ")] == summary
     table = bench("seeds.py", "--table-from", str(tmp_path / "runs.jsonl"), "--solved", "0.0")
     assert table.stdout.splitlines() == summary, table.stderr[-2000:]
+    # an edited recipe file is another contestant under the same label: its runs are made again, not read back
+    recipe.write_text(recipe.read_text() + "# edited\n")
+    edited = bench("seeds.py", "--recipe", str(recipe), "--seeds", "0", "--solved", "0.0", "--log", str(tmp_path / "runs.jsonl"))
+    assert edited.returncode == 0, edited.stderr[-2000:]
+    assert [line.endswith("(from the log)") for line in edited.stdout.splitlines() if line.startswith("seed ")] == [False]
     # --keep leaves each run where benchmarks/health.py reads it, without the trained model
     for label in ("shipped", "two"):
         for seed in (0, 1):

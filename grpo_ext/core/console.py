@@ -7,7 +7,7 @@ import os
 import sys
 import warnings
 
-NOISY = ("transformers", "trl", "accelerate", "datasets", "peft", "bitsandbytes", "torch")
+NOISY = ("transformers", "trl", "accelerate", "datasets", "peft", "bitsandbytes", "kernels", "huggingface_hub", "torch")
 
 
 def say(message: str) -> None:

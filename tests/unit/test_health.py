@@ -52,6 +52,13 @@ LR9_MEANS = {
         0.094,
     ],
 }
+# recipes/guess.yaml, seed 2 (metrics.jsonl): the policy settled on one fixed game by step 8; from then on every group
+# scored alike, and a step whose two secrets the fixed game happened to hit was won in full (steps 10 and 11). Skipped
+# steps (no group with spread) log no entropy.
+GUESS2_REWARD = [0.238, 0.715, 0.844, 0.578, 0.477, 0.664, 0.961, 0.719, 0.719, 1.0, 1.0, 0.406, 0.688, 0.637, 0.375]
+GUESS2_FLAT = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 1.0]
+GUESS2_ENTROPY = [0.288, 0.071, 0.048, 0.076, 0.025, 0.016, 0.012, None, None, None, None, None, None, 0.01, None]
+GUESS2_CALLS = [1.312, 3.75, 4.0, 3.812, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 3.938, 4.0]
 # recipes/guess.yaml, seed 0, the first 16 steps (metrics.jsonl)
 GUESS_REWARD = [0.242, 0.727, 0.742, 0.766, 0.695, 0.93, 0.738, 0.699, 0.93, 0.734, 0.805, 0.859, 0.926, 0.93, 0.824, 0.684]
 GUESS_ENTROPY = [0.359, 0.057, 0.059, 0.064, 0.095, 0.055, 0.045, 0.042, 0.058, 0.046, 0.036, 0.037, 0.032, 0.026, 0.031, 0.077]
@@ -195,6 +202,29 @@ WATCHDOG_CASES = [
     (
         stream(16, reward=[0.8] + GUESS_REWARD[1:], rewards__GuessNumber__mean=[0.8] + GUESS_REWARD[1:], loss=0.1),
         [("not_learning", 16)],
+    ),
+    # recipes/guess.yaml seed 2: flat from step 8, two of those steps won in full; named at step 13, when 4 of the
+    # last 6 flat steps fell short (the rule once waited for 6 unsolved in a row: step 20)
+    (
+        stream(
+            15,
+            reward=GUESS2_REWARD,
+            rewards__GuessNumber__mean=GUESS2_REWARD,
+            frac_reward_zero_std=GUESS2_FLAT,
+            entropy=GUESS2_ENTROPY,
+            tools__call_frequency=GUESS2_CALLS,
+            loss=lambda s: 0.0 if GUESS2_FLAT[s - 1] == 1.0 else 0.05,
+        ),
+        [("no_signal", 13)],
+    ),
+    # 6 flat steps, 3 of them solved: half the window solved, silent
+    (stream(6, frac_reward_zero_std=1.0, **{k: (lambda s, v=v, w=SOLVED[k]: w if s % 2 else v) for k, v in FAILING.items()}), []),
+    # 6 flat steps, 2 of them solved: named at step 6
+    (
+        stream(
+            6, frac_reward_zero_std=1.0, **{k: (lambda s, v=v, w=SOLVED[k]: w if s in (2, 5) else v) for k, v in FAILING.items()}
+        ),
+        [("no_signal", 6)],
     ),
     # the slowest solving digit run measured (digit-qlora.yaml, seed 42): flat for 10 steps, then rising; silent
     (stream(16, frac_reward_zero_std=0.5, entropy=QLORA_ENTROPY, reward=QLORA_REWARD, **QLORA_MEANS), []),

@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import yaml
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -63,8 +65,10 @@ def recipe_of(recipe: str, overrides: list[str]) -> tuple[str, list[str]]:
 
 
 def digest(recipe: str) -> str:
-    """The recipe file's text, hashed: a logged run is reused only while the file it ran is unchanged."""
-    return hashlib.sha256((ROOT / recipe).read_bytes()).hexdigest()[:16]
+    """The recipe's settings, hashed: a logged run is reused only while the recipe it ran says the same. Its parsed
+    YAML, not its text, so that a header brought up to date with the runs does not make them stale."""
+    settings = yaml.safe_load((ROOT / recipe).read_text(encoding="utf-8"))
+    return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 def run_once(recipe: str, seed: int, overrides: list[str], metric: str, out: Path) -> dict:

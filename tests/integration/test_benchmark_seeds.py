@@ -48,11 +48,15 @@ def test_tiny_sweep(tiny_model, digit_doc, tmp_path):
     assert [line for line in again.stdout.splitlines() if not line.startswith("seed ")] == summary
     table = bench("seeds.py", "--table-from", str(tmp_path / "runs.jsonl"), "--solved", "0.0")
     assert table.stdout.splitlines() == summary, table.stderr[-2000:]
-    # an edited recipe file is another contestant under the same label: its runs are made again, not read back
-    recipe.write_text(recipe.read_text() + "# edited\n")
-    edited = bench("seeds.py", "--recipe", str(recipe), "--seeds", "0", "--solved", "0.0", "--log", str(tmp_path / "runs.jsonl"))
-    assert edited.returncode == 0, edited.stderr[-2000:]
-    assert [line.endswith("(from the log)") for line in edited.stdout.splitlines() if line.startswith("seed ")] == [False]
+    # a recipe whose comments changed still says the same: its runs are read back; one whose settings changed is
+    # another contestant under the same label: its runs are made again
+    one_seed = ("seeds.py", "--recipe", str(recipe), "--seeds", "0", "--solved", "0.0", "--log", str(tmp_path / "runs.jsonl"))
+    digit_doc["eval"]["samples"] = 1
+    for text, logged in ((recipe.read_text() + "# a comment\n", True), (yaml.safe_dump(digit_doc), False)):
+        recipe.write_text(text)
+        edited = bench(*one_seed)
+        assert edited.returncode == 0, edited.stderr[-2000:]
+        assert [line.endswith("(from the log)") for line in edited.stdout.splitlines() if line.startswith("seed ")] == [logged]
     # --keep leaves each run where benchmarks/health.py reads it, without the trained model
     for label in ("shipped", "two"):
         for seed in (0, 1):

@@ -227,13 +227,16 @@ class Watchdog:
         unsolved = sum(not self.solved(r) for r in window)
         if not all(z >= share for z in shares) or 2 * unsolved <= k:
             return None
-        entropy = next((e for e in (_num(r, "entropy") for r in reversed(self.records)) if e is not None), None)
+        # a step whose every group was flat may have been skipped (no forward pass, no entropy): the last one logged
+        last = next((r for r in reversed(self.records) if _num(r, "entropy") is not None), None)
+        entropy = _num(last, "entropy") if last else None
         collapsed = entropy is not None and entropy < self.limits["entropy_floor"]
+        when = "" if last is window[-1] else f" at step {last['step']}" if last else ""
         return Finding(
             window[-1]["step"],
             "no_signal",
             f"{share:.0%} or more of the groups had zero reward spread for {plural(k, 'step')} (frac_reward_zero_std), "
-            f"reward {_num(window[-1], 'reward') or 0:.3f}" + (f", entropy {entropy:.3f}" if collapsed else ""),
+            f"reward {_num(window[-1], 'reward') or 0:.3f}" + (f", entropy {entropy:.3f}{when}" if collapsed else ""),
             (
                 "the policy has collapsed to one completion per prompt, so every completion of a group scores the same "
                 "and the group-relative advantage and the gradient are zero"

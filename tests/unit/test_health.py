@@ -261,6 +261,23 @@ def test_each_rule_fires_once():
     assert watchdog.verdict(dog.findings)["status"] == "unhealthy"
 
 
+def test_no_signal_names_a_collapse():
+    """Flat groups under the entropy floor are named a collapse, with the entropy and the step it was last logged at."""
+    guess = stream(
+        15,
+        reward=GUESS2_REWARD,
+        rewards__GuessNumber__mean=GUESS2_REWARD,
+        frac_reward_zero_std=GUESS2_FLAT,
+        entropy=GUESS2_ENTROPY,
+        tools__call_frequency=GUESS2_CALLS,
+    )
+    (finding,) = watchdog.replay(guess).findings
+    assert "entropy 0.012 at step 7" in finding.symptom and "collapsed" in finding.cause
+    assert finding.remedy.endswith("lower learning_rate")
+    (plain,) = watchdog.replay(stream(6, frac_reward_zero_std=1.0, entropy=1.0, **FAILING)).findings
+    assert "entropy" not in plain.symptom and "collapsed" not in plain.cause
+
+
 def test_recipe_thresholds_change_the_rules():
     records = stream(3, frac_reward_zero_std=1.0, **FAILING)
     assert [f.rule for f in watchdog.replay(records, {"no_signal_steps": 3}).findings] == ["no_signal"]

@@ -12,14 +12,17 @@ first as ``shipped``; the candidates add their overrides to it, or name a recipe
 among them (``--candidate "tools: recipe=recipes/arith-tools.yaml"``). Seeds alternate between contestants so
 that a slow patch of the machine hits all of them alike. The last lines compare each candidate with the
 shipped recipe: seeds solved, mean pass rate after, median wall time per run, and the median training seconds until
-a training batch first scored ``--metric`` at 0.9 on average (seeds where both did). With ``--keep DIR`` each run
-stays in ``DIR/LABEL/seed-N`` with its log beside it, the layout ``benchmarks/health.py --tally-only`` reads.
+a training batch first scored ``--metric`` at 0.9 on average (seeds where both did). Recipe paths are read from the
+current folder. Each run writes its output to ``seed-N.log`` as it trains (named on stderr when it starts, to follow
+with ``tail -f``); with ``--keep DIR`` each run stays in ``DIR/LABEL/seed-N`` with that log beside it, the layout
+``benchmarks/health.py --tally-only`` reads.
 Each share of seeds solved and each mean pass rate has its 95% interval over seeds (``grpo_ext.results.evalstats``: the
 seed is the unit), and each candidate's per-seed pass rates are compared with the shipped recipe's on the same
 seeds (paired), and with the run's own ``eval before`` (how far training moved the pass rate). With ``--log FILE``
 each finished run is appended to FILE as it ends, and a benchmark started again with the same log (after a crash,
-or with more seeds) does not run again what is already there, as long as the recipe file it ran is unchanged
-(its hash is logged with the run); the comparison covers the seeds that every
+or with more seeds) does not run again what is already there, as long as the recipe it ran has the same settings
+(a hash of its parsed YAML is logged with the run, so an edited comment keeps the runs); the comparison covers the
+seeds that every
 contestant has run. A run's trained model is deleted once it has been scored (0.5 GB each for the digit recipe).
 """
 
@@ -67,7 +70,7 @@ def recipe_of(recipe: str, overrides: list[str]) -> tuple[str, list[str]]:
 def digest(recipe: str) -> str:
     """The recipe's settings, hashed: a logged run is reused only while the recipe it ran says the same. Its parsed
     YAML, not its text, so that a header brought up to date with the runs does not make them stale."""
-    settings = yaml.safe_load((ROOT / recipe).read_text(encoding="utf-8"))
+    settings = yaml.safe_load(Path(recipe).read_text(encoding="utf-8"))
     return hashlib.sha256(json.dumps(settings, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -78,19 +81,23 @@ def run_once(recipe: str, seed: int, overrides: list[str], metric: str, out: Pat
         "-m",
         "grpo_ext",
         "train",
-        recipe,
+        str(Path(recipe).resolve()),  # as typed, from the current folder; the run itself starts in the project's
         f"seed={seed}",
         f"output_dir={out}",
         "training.save_strategy='no'",
         *overrides,
         "--overwrite",
     ]
+    log = out.with_suffix(".log")
+    # the run writes its log as it goes, so that a run of an hour can be followed (tail -f) while it trains
+    print(f"seeds: training seed {seed} ({recipe} {' '.join(overrides)}); its output: {log}", file=sys.stderr, flush=True)
     t0 = time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+    with log.open("w", encoding="utf-8") as sink:
+        proc = subprocess.run(cmd, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, check=False)
     wall = time.monotonic() - t0
-    out.with_suffix(".log").write_text(proc.stdout + proc.stderr, encoding="utf-8")
     if proc.returncode != 0:
-        sys.exit(f"error: {' '.join(cmd)} exited {proc.returncode}:\n{proc.stderr[-2000:]}")
+        tail = log.read_text(encoding="utf-8")[-2000:]
+        sys.exit(f"error: {' '.join(cmd)} exited {proc.returncode} (its output: {log}):\n{tail}")
     shutil.rmtree(out / "final", ignore_errors=True)  # the trained model is not needed to judge the run: 0.5 GB each
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     after = summary["eval_after"]["rewards"][metric]
@@ -216,6 +223,10 @@ def main() -> None:
         return
 
     contestants = [("shipped", []), *args.candidate]
+    for label, extra in contestants:
+        recipe = recipe_of(args.recipe, extra)[0]
+        if not Path(recipe).is_file():
+            parser.error(f"{label}: recipe {recipe} is not a file (a path from the current folder)")
     overrides = dict(contestants)
     done = read_log(args.log) if args.log else []
     results: dict[str, list[dict]] = {label: [] for label, _ in contestants}

@@ -20,6 +20,11 @@ def test_tiny_sweep(tiny_model, digit_doc, tmp_path):
         *["--keep", str(tmp_path / "kept"), "--log", str(tmp_path / "runs.jsonl")],
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+    # each run says where its output goes before it starts, and its log holds the run's own lines
+    assert [line.split("its output: ")[1] for line in proc.stderr.splitlines() if line.startswith("seeds: training seed ")] == [
+        str(tmp_path / "kept" / label / f"seed-{seed}.log")
+        for seed, label in ((0, "shipped"), (0, "two"), (1, "two"), (1, "shipped"))
+    ]
     lines = proc.stdout.splitlines()
     runs = [line.split()[:3] for line in lines if line.startswith("seed ")]
     assert runs == [["seed", "0", "shipped"], ["seed", "0", "two"], ["seed", "1", "two"], ["seed", "1", "shipped"]]

@@ -7,6 +7,7 @@ of the ``guess_number`` environment, with the ``secret`` it reads.
 
 import inspect
 import random
+from pathlib import Path
 
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.text import shown, suggest
@@ -75,7 +76,10 @@ GENERATORS = {"arith": arith, "guess": guess}
 def check_source(name: str, args: dict) -> list[str]:
     """Problems with ``data.source`` and ``data.source_args``, without generating anything."""
     if name not in GENERATORS:
-        return [f"data.source: unknown generator {shown(name)}{suggest(name, GENERATORS)}"]
+        # a path is the likeliest slip: "source" reads as "where my rows are"
+        looks_like_file = isinstance(name, str) and ("/" in name or Path(name).suffix != "")
+        hint = f"; a file of your own goes in data.file: {name}" if looks_like_file else suggest(name, GENERATORS)
+        return [f"data.source: unknown generator {shown(name)}{hint}"]
     try:
         inspect.signature(GENERATORS[name]).bind(**args)
     except TypeError as exc:

@@ -47,6 +47,12 @@ def test_recipe_rows_come_from_the_generator():
     "changes,expected",
     [
         ({"source": "arithmetic"}, "data.source: unknown generator 'arithmetic'; did you mean 'arith'?"),
+        # a path in source: the key it belongs in
+        (
+            {"source": "rows.jsonl"},
+            "data.source: unknown generator 'rows.jsonl'; a file of your own goes in data.file: rows.jsonl",
+        ),
+        ({"source": "data/rows"}, "data.source: unknown generator 'data/rows'; a file of your own goes in data.file: data/rows"),
         ({"source_args": {"trian": 5}}, "data.source_args: got an unexpected keyword argument 'trian'"),
         ({"prompts": ["a prompt"]}, "data: prompts and source are all given; keep one source of training prompts"),
         ({"source": None, "hub": "gsm8k"}, "data.hub: 'gsm8k' is not a dataset id; give org/name"),

@@ -90,7 +90,7 @@ def run_once(recipe: str, seed: int, overrides: list[str], metric: str, out: Pat
     ]
     log = out.with_suffix(".log")
     # the run writes its log as it goes, so that a run of an hour can be followed (tail -f) while it trains
-    print(f"seeds: training seed {seed} ({recipe} {' '.join(overrides)}); its output: {log}", file=sys.stderr, flush=True)
+    print(f"seeds: training seed {seed} ({' '.join([recipe, *overrides])}); its output: {log}", file=sys.stderr, flush=True)
     t0 = time.monotonic()
     with log.open("w", encoding="utf-8") as sink:
         proc = subprocess.run(cmd, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, check=False)

@@ -208,7 +208,7 @@ def describe_tools(tools: dict) -> str:
     return (
         f"tools: {round(tools['called'] * n)} of {n} samples called one ({tools['called']:.0%}), "
         f"{round(tools['unread_call'] * n)} wrote a call that could not be read, {round(tools['error_back'] * n)} got an "
-        f"error back; {tools['calls_per_sample']:g} calls a sample"
+        f"error back; {tools['calls_per_sample']:.3g} calls a sample"
     )
 
 

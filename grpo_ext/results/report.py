@@ -241,7 +241,7 @@ def tools_markdown(summary: dict) -> list[str]:
         for label, t in shown.items():
             lines.append(
                 f"| {label} | {t['samples']} | {t['called']:.0%} | {t['unread_call']:.0%} | {t['error_back']:.0%} | "
-                f"{t['calls_per_sample']:g} |"
+                f"{t['calls_per_sample']:.3g} |"
             )
         lines.append("")
     if train:

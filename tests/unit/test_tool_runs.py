@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from grpo_ext.results import report, watchdog
+from grpo_ext.results import preflight, report, watchdog
 from grpo_ext.rewards import tool_use
 from grpo_ext.run import data, rollouts
 from grpo_ext.settings import examples, generators
@@ -201,6 +201,10 @@ def test_summary_and_report_say_how_tools_were_used():
     assert "| before | 8 | 25% | 12% | 0% | 0.25 |" in lines
     assert any("from 0.25 at the first step to 1 at the last" in line for line in lines)
     assert report.tools_markdown({}) == [] and report.tool_use(steps(2)) is None
+    # a mean over 64 samples is shown to 3 significant digits, in the table and in the pre-flight's line
+    many = {**counts, "samples": 64, "calls_per_sample": 1.1562}
+    assert "| before | 64 | 25% | 12% | 0% | 1.16 |" in report.tools_markdown({"eval_before": {"tools": many}})
+    assert preflight.describe_tools(many).endswith("error back; 1.16 calls a sample")
 
 
 @pytest.mark.parametrize("module", [examples, environments, generators, report])

@@ -78,7 +78,7 @@ def check_source(name: str, args: dict) -> list[str]:
     if name not in GENERATORS:
         # a path is the likeliest slip: "source" reads as "where my rows are"
         looks_like_file = isinstance(name, str) and ("/" in name or Path(name).suffix != "")
-        hint = f"; a file of your own goes in data.file: {name}" if looks_like_file else suggest(name, GENERATORS)
+        hint = f"; for a file of your own write file: {name} in place of source" if looks_like_file else suggest(name, GENERATORS)
         return [f"data.source: unknown generator {shown(name)}{hint}"]
     try:
         inspect.signature(GENERATORS[name]).bind(**args)

@@ -50,9 +50,12 @@ def test_recipe_rows_come_from_the_generator():
         # a path in source: the key it belongs in
         (
             {"source": "rows.jsonl"},
-            "data.source: unknown generator 'rows.jsonl'; a file of your own goes in data.file: rows.jsonl",
+            "data.source: unknown generator 'rows.jsonl'; for a file of your own write file: rows.jsonl in place of source",
         ),
-        ({"source": "data/rows"}, "data.source: unknown generator 'data/rows'; a file of your own goes in data.file: data/rows"),
+        (
+            {"source": "data/rows"},
+            "data.source: unknown generator 'data/rows'; for a file of your own write file: data/rows in place of source",
+        ),
         ({"source_args": {"trian": 5}}, "data.source_args: got an unexpected keyword argument 'trian'"),
         ({"prompts": ["a prompt"]}, "data: prompts and source are all given; keep one source of training prompts"),
         ({"source": None, "hub": "gsm8k"}, "data.hub: 'gsm8k' is not a dataset id; give org/name"),

@@ -59,6 +59,13 @@ GUESS2_REWARD = [0.238, 0.715, 0.844, 0.578, 0.477, 0.664, 0.961, 0.719, 0.719, 
 GUESS2_FLAT = [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.5, 1.0]
 GUESS2_ENTROPY = [0.288, 0.071, 0.048, 0.076, 0.025, 0.016, 0.012, None, None, None, None, None, None, 0.01, None]
 GUESS2_CALLS = [1.312, 3.75, 4.0, 3.812, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 4.0, 3.938, 4.0]
+GUESS2 = {
+    "reward": GUESS2_REWARD,
+    "rewards__GuessNumber__mean": GUESS2_REWARD,
+    "frac_reward_zero_std": GUESS2_FLAT,
+    "entropy": GUESS2_ENTROPY,
+    "tools__call_frequency": GUESS2_CALLS,
+}
 # recipes/guess.yaml, seed 0, the first 16 steps (metrics.jsonl)
 GUESS_REWARD = [0.242, 0.727, 0.742, 0.766, 0.695, 0.93, 0.738, 0.699, 0.93, 0.734, 0.805, 0.859, 0.926, 0.93, 0.824, 0.684]
 GUESS_ENTROPY = [0.359, 0.057, 0.059, 0.064, 0.095, 0.055, 0.045, 0.042, 0.058, 0.046, 0.036, 0.037, 0.032, 0.026, 0.031, 0.077]
@@ -206,15 +213,7 @@ WATCHDOG_CASES = [
     # recipes/guess.yaml seed 2: flat from step 8, two of those steps won in full; named at step 13, when 4 of the
     # last 6 flat steps fell short (the rule once waited for 6 unsolved in a row: step 20)
     (
-        stream(
-            15,
-            reward=GUESS2_REWARD,
-            rewards__GuessNumber__mean=GUESS2_REWARD,
-            frac_reward_zero_std=GUESS2_FLAT,
-            entropy=GUESS2_ENTROPY,
-            tools__call_frequency=GUESS2_CALLS,
-            loss=lambda s: 0.0 if GUESS2_FLAT[s - 1] == 1.0 else 0.05,
-        ),
+        stream(15, **GUESS2, loss=lambda s: 0.0 if GUESS2_FLAT[s - 1] == 1.0 else 0.05),
         [("no_signal", 13)],
     ),
     # 6 flat steps, 3 of them solved: half the window solved, silent
@@ -263,15 +262,7 @@ def test_each_rule_fires_once():
 
 def test_no_signal_names_a_collapse():
     """Flat groups under the entropy floor are named a collapse, with the entropy and the step it was last logged at."""
-    guess = stream(
-        15,
-        reward=GUESS2_REWARD,
-        rewards__GuessNumber__mean=GUESS2_REWARD,
-        frac_reward_zero_std=GUESS2_FLAT,
-        entropy=GUESS2_ENTROPY,
-        tools__call_frequency=GUESS2_CALLS,
-    )
-    (finding,) = watchdog.replay(guess).findings
+    (finding,) = watchdog.replay(stream(15, **GUESS2)).findings
     assert "entropy 0.012 at step 7" in finding.symptom and "collapsed" in finding.cause
     assert finding.remedy.endswith("lower learning_rate")
     (plain,) = watchdog.replay(stream(6, frac_reward_zero_std=1.0, entropy=1.0, **FAILING)).findings

@@ -70,7 +70,10 @@ try:
 except RecipeError:
     sys.exit(2)
 rundir.commit(prepared)
-(run / f"work-{sys.argv[2]}").write_text(repr(time.time()))
+# Written aside and renamed so that the test, which polls for this file, never reads it half-written.
+tmp = run / f".work-{sys.argv[2]}"
+tmp.write_text(repr(time.time()))
+tmp.replace(run / f"work-{sys.argv[2]}")
 time.sleep(30)
 """
 

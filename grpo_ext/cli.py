@@ -126,6 +126,21 @@ def _found(kind: references.Kind, name: str) -> tuple:
         raise RecipeError(f"{kind.word}s show: {exc}") from None
 
 
+def _factory_lines(name: str, params: list[inspect.Parameter]) -> list[str]:
+    """A factory's arguments, then the recipe entry that gives them (the required ones), as ``show`` prints them."""
+    required = ", ".join(f"{p.name}: ..." for p in params if p.default is p.empty)
+    return ["args: " + (", ".join(str(p) for p in params) or "none"), f"in a recipe: {{name: {name}, args: {{{required}}}}}"]
+
+
+def _parameters(obj) -> list[inspect.Parameter]:
+    """The parameters a recipe's ``args`` can name (none for an object with no signature)."""
+    try:
+        params = inspect.signature(obj).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p for p in params if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD]
+
+
 def cmd_rewards(_args) -> None:
     """``grpo-ext rewards [ls]``: every reward name with its one-line description."""
     _listing(registry.KIND)
@@ -140,12 +155,7 @@ def cmd_rewards_show(args) -> None:
     elif registry.is_reference(args.name):
         source = "module or file"
     print(f"{args.name} ({source})")
-    try:
-        params = [
-            p for p in inspect.signature(obj).parameters.values() if p.kind is p.KEYWORD_ONLY or p.kind is p.POSITIONAL_OR_KEYWORD
-        ]
-    except (TypeError, ValueError):
-        params = []
+    params = _parameters(obj)
     if registry.is_reference(args.name):  # a user's function: where it is, and what it takes
         with contextlib.suppress(TypeError, OSError):
             print(f"source: {Path(inspect.getsourcefile(obj)).resolve()}, line {inspect.getsourcelines(obj)[1]}")
@@ -153,7 +163,7 @@ def cmd_rewards_show(args) -> None:
         if not is_factory:
             print(f"columns: {', '.join(compat.reward_columns(obj)) or 'none'} (each row's values, as keyword arguments)")
     if is_factory:
-        print("args: " + (", ".join(str(p) for p in params) or "none"))
+        print("\n".join(_factory_lines(args.name, params)))
     print(inspect.cleandoc(obj.__doc__ or "(no docstring)"))
 
 
@@ -170,11 +180,11 @@ def cmd_tools_show(args) -> None:
     if is_factory and not inspect.signature(obj).parameters:  # a library tool that takes no args: the tool itself
         obj, is_factory = obj(), False
     print(f"{args.name} ({'library' if args.name in tool_library.REGISTRY else 'module, file or entry point'})")
-    with contextlib.suppress(TypeError, ValueError):
-        print(
-            ("args: " if is_factory and inspect.signature(obj).parameters else "call: ")
-            + f"{getattr(obj, '__name__', args.name)}{inspect.signature(obj)}"
-        )
+    if is_factory:
+        print("\n".join(_factory_lines(args.name, _parameters(obj))))
+    else:
+        with contextlib.suppress(TypeError, ValueError):
+            print(f"call: {getattr(obj, '__name__', args.name)}{inspect.signature(obj)}")
     if is_factory or not obj.__doc__:
         print(inspect.cleandoc(obj.__doc__ or "(no docstring: the model would see no description)"))
         return

@@ -44,7 +44,7 @@ MATRIX = [
     ("0.29.1", "4.57.6"),
     ("1.0.0", "5.3.0"),
     ("1.8.0", "5.8.1"),
-    ("1.16.0", "5.24.0"),
+    ("1.16.0", "5.25.0"),
 ]
 
 # The tests each row runs: the version shim and the GRPO variants, without a model and on the tiny one.

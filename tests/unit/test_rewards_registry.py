@@ -89,7 +89,11 @@ def test_file_with_syntax_error(tmp_path):
     [
         (["rewards"], "math_accuracy"),  # plain 'rewards' lists
         (["rewards", "ls"], "think_answer_format"),
-        (["rewards", "show", "overlong_penalty"], "args: max_length: int, soft_margin: int"),
+        (
+            ["rewards", "show", "overlong_penalty"],
+            "args: max_length: int, soft_margin: int\n"
+            "in a recipe: {name: overlong_penalty, args: {max_length: ..., soft_margin: ...}}",
+        ),
         (
             ["rewards", "score", "math_accuracy", "--completion", "so \\boxed{\\frac{1}{2}}", "--answer", "0.5"],
             "math_accuracy: 1.0",

@@ -281,4 +281,5 @@ def test_tools_show_gives_the_call_the_model_makes(capsys):
     assert schema["name"] == "calculator" and list(schema["parameters"]["properties"]) == ["expression"]
     assert ">>>" not in out  # the docstring's examples are for people; the model never reads them
     assert cli.main(["tools", "show", "lookup"]) == 0
-    assert "args: lookup_table(path: " in capsys.readouterr().out  # a factory: the args a recipe gives it
+    out = capsys.readouterr().out  # a factory: the args a recipe gives it, and the entry that gives them
+    assert "args: path: str | pathlib.Path\nin a recipe: {name: lookup, args: {path: ...}}\n" in out

@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["registry", "digit", "maths", "formats", "shaping", "verify", "tool_use"]
+MODULES = ["registry", "digit", "maths", "answers", "formats", "shaping", "verify", "tool_use"]
 
 
 @pytest.mark.parametrize("name", MODULES)

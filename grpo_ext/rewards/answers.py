@@ -10,7 +10,7 @@ import re
 import unicodedata
 
 from grpo_ext.rewards.maths import final_answer
-from grpo_ext.rewards.registry import completion_text, register
+from grpo_ext.rewards.registry import column, completion_text, register
 
 # "Answer: Paris", "Final answer - Paris", "The answer is Paris." (the last such line wins)
 _ANSWER_LINE = re.compile(r"(?im)^.*?\banswer\s*(?:is\b|[:：-])\s*(\S.*?)\s*$")
@@ -74,13 +74,8 @@ class AnswerMatch:
         self.max_answer_chars = max_answer_chars
 
     def __call__(self, completions, **kwargs) -> list[float | None]:
-        if self.answer_column not in kwargs:
-            columns = ", ".join(k for k in kwargs if k not in ("prompts", "completion_ids", "trainer_state")) or "none"
-            raise ValueError(
-                f"no {self.answer_column!r} column reached the reward (dataset columns: {columns}); "
-                f"set args.answer_column to the column with the reference answers"
-            )
-        return [self.score(completion_text(c), gold) for c, gold in zip(completions, kwargs[self.answer_column], strict=True)]
+        golds = column(kwargs, self.answer_column, "answer_column")
+        return [self.score(completion_text(c), gold) for c, gold in zip(completions, golds, strict=True)]
 
     def answer_of(self, completion) -> str | None:
         """The final answer as compared, for majority voting; None when the completion has none.

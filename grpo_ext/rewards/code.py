@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from grpo_ext.core import sandbox
-from grpo_ext.rewards.registry import completion_text, register
+from grpo_ext.rewards.registry import column, completion_text, register
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
 
@@ -101,9 +101,7 @@ class CodeTests:
         return result.status == "passed" and _same_output(result.stdout, case.expected)
 
     def __call__(self, completions, **kwargs) -> list[float | None]:
-        if self.tests_column not in kwargs:
-            raise ValueError(f"no {self.tests_column!r} column reached the reward; set args.tests_column to the column of tests")
-        rows = [cases_of(cell) for cell in kwargs[self.tests_column]]
+        rows = [cases_of(cell) for cell in column(kwargs, self.tests_column, "tests_column")]
         jobs = [
             (i, program_of(completion_text(c)), case)
             for i, (c, cases) in enumerate(zip(completions, rows, strict=True))

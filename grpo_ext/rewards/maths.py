@@ -10,7 +10,7 @@ import re
 from fractions import Fraction
 
 from grpo_ext.rewards import verify
-from grpo_ext.rewards.registry import completion_text, register
+from grpo_ext.rewards.registry import column, completion_text, register
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _NUMBER = re.compile(r"-?\d+/\d+|-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|-?\.\d+")
@@ -154,13 +154,8 @@ class MathAccuracy:
         self.max_answer_chars = max_answer_chars
 
     def __call__(self, completions, **kwargs) -> list[float | None]:
-        if self.answer_column not in kwargs:
-            columns = ", ".join(k for k in kwargs if k not in ("prompts", "completion_ids", "trainer_state")) or "none"
-            raise ValueError(
-                f"no {self.answer_column!r} column reached the reward (dataset columns: {columns}); "
-                f"set args.answer_column to the column with the reference answers"
-            )
-        return [self.score(completion_text(c), gold) for c, gold in zip(completions, kwargs[self.answer_column], strict=True)]
+        golds = column(kwargs, self.answer_column, "answer_column")
+        return [self.score(completion_text(c), gold) for c, gold in zip(completions, golds, strict=True)]
 
     def answer_of(self, completion) -> str | None:
         """The final answer of a completion, numbers in one form (``0.50`` and ``1/2`` are one answer), for

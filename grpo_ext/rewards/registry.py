@@ -191,6 +191,21 @@ def completion_text(completion: str | list | dict) -> str:
     return str(completion)
 
 
+def column(kwargs: dict, name: str, arg: str) -> list:
+    """The values of the dataset column ``name`` in a reward call, or a ValueError naming the columns that did arrive
+    and the reward argument (``arg``) that chooses the column.
+
+    >>> column({"answer": ["7"], "prompts": ["p"]}, "answer", "answer_column")
+    ['7']
+    """
+    if name not in kwargs:
+        arrived = ", ".join(k for k in kwargs if k not in ("prompts", "completion_ids", "trainer_state")) or "none"
+        raise ValueError(
+            f"no {name!r} column reached the reward (dataset columns: {arrived}); set args.{arg} to the column that holds them"
+        )
+    return kwargs[name]
+
+
 def named(fn: Callable, name: str, **params) -> RewardFunc:
     """``fn`` with ``params`` bound, logged by TRL as ``name``; picklable when ``fn`` is a module-level function.
 

@@ -13,7 +13,7 @@ from grpo_ext.rewards.maths import final_answer
 from grpo_ext.rewards.registry import column, completion_text, register
 
 # "Answer: Paris", "Final answer - Paris", "The answer is Paris." (the last such line wins)
-_ANSWER_LINE = re.compile(r"(?im)^.*?\banswer\s*(?:is\b|[:：-])\s*(\S.*?)\s*$")
+_ANSWER_LINE = re.compile(r"(?im)^.*?\banswer\s*(?:is\b|[:：]|-(?=\s))\s*(\S.*?)\s*$")  # a dash with a space after it: not "answer-key"
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 MODES = ("exact", "contains")
 

@@ -26,6 +26,8 @@ TOOL_SAID_IT = [CALLED[0], CALLED[1], {"role": "assistant", "content": "I do not
         ("Answer: The Nile", "Nile", "exact", 1.0),  # articles aside
         ("Let me think.\nThe answer is Oslo.\nDone thinking? no", "Oslo", "exact", 1.0),  # the last answer line
         ("Answer: Rome\nAnswer: Paris", "Rome", "exact", 0.0),  # the last one counts
+        ("Final answer - Lima", "Lima", "exact", 1.0),
+        ("See the answer-key\nLima", "Lima", "exact", 1.0),  # a hyphenated word is no answer line
         ("<answer>Tokyo</answer> and then Kyoto", "Tokyo", "exact", 1.0),
         ("so \\boxed{Nairobi}", "Nairobi", "exact", 1.0),
         ("Nairobi", "Nairobi", "exact", 1.0),  # no marker: the last line

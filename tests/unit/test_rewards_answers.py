@@ -80,3 +80,13 @@ def test_any_answer_written_on_its_line_matches_itself(text):
     expected = 1.0 if normalized(text) else None  # a reference with no words is no reference
     assert AnswerMatch()([f"Answer: {text}"], answer=[text]) == [expected]
     assert normalized(normalized(text)) == normalized(text)
+
+
+def test_it_survives_pickling_with_its_settings():
+    """TRL may send rewards to other processes; the copy scores as the original does."""
+    import pickle
+
+    reward = build("answer_match", {"mode": "contains", "answer_column": "capital"}, Path("."), "rewards[0]")
+    copy = pickle.loads(pickle.dumps(reward))
+    assert copy.__name__ == "answer_match" and copy.columns == ("capital",)
+    assert copy(["Answer: Paris, France"], capital=["Paris"]) == [1.0]

@@ -12,8 +12,9 @@ import unicodedata
 from grpo_ext.rewards.maths import final_answer
 from grpo_ext.rewards.registry import column, completion_text, register
 
-# "Answer: Paris", "Final answer - Paris", "The answer is Paris." (the last such line wins)
-_ANSWER_LINE = re.compile(r"(?im)^.*?\banswer\s*(?:is\b|[:：]|-(?=\s))\s*(\S.*?)\s*$")  # a dash with a space after it: not "answer-key"
+# "Answer: Paris", "Final answer - Paris", "The answer is Paris." (the last such line wins); a dash only with a space
+# after it, so that "the answer-key" is no answer line
+_ANSWER_LINE = re.compile(r"(?im)^.*?\banswer\s*(?:is\b|[:：]|-(?=\s))\s*(\S.*?)\s*$")
 _ARTICLES = re.compile(r"\b(?:a|an|the)\b")
 MODES = ("exact", "contains")
 

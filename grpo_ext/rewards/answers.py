@@ -10,7 +10,7 @@ import re
 import unicodedata
 
 from grpo_ext.rewards.maths import final_answer
-from grpo_ext.rewards.registry import column, completion_text, register
+from grpo_ext.rewards.registry import ReferenceReward, completion_text, register
 
 # "Answer: Paris", "Final answer - Paris", "The answer is Paris." (the last such line wins); a dash only with a space
 # after it, so that "the answer-key" is no answer line
@@ -61,7 +61,7 @@ def references(value) -> list[str]:
     return [f for f in found if f]
 
 
-class AnswerMatch:
+class AnswerMatch(ReferenceReward):
     """The ``answer_match`` reward (see ``answer_match`` for what it scores); picklable."""
 
     __name__ = "answer_match"
@@ -69,14 +69,8 @@ class AnswerMatch:
     def __init__(self, answer_column: str = "answer", mode: str = "exact", max_answer_chars: int = 1000):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-        self.answer_column = answer_column
-        self.columns = (answer_column,)  # checked against the data before any model loads
+        super().__init__(answer_column, max_answer_chars)
         self.mode = mode
-        self.max_answer_chars = max_answer_chars
-
-    def __call__(self, completions, **kwargs) -> list[float | None]:
-        golds = column(kwargs, self.answer_column, "answer_column")
-        return [self.score(completion_text(c), gold) for c, gold in zip(completions, golds, strict=True)]
 
     def answer_of(self, completion) -> str | None:
         """The final answer as compared, for majority voting; None when the completion has none.

@@ -10,7 +10,7 @@ import re
 from fractions import Fraction
 
 from grpo_ext.rewards import verify
-from grpo_ext.rewards.registry import column, completion_text, register
+from grpo_ext.rewards.registry import ReferenceReward, completion_text, register
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _NUMBER = re.compile(r"-?\d+/\d+|-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|-?\.\d+")
@@ -140,7 +140,7 @@ def _decimals(text: str) -> int:
     return len(match.group(1)) if match else 0
 
 
-class MathAccuracy:
+class MathAccuracy(ReferenceReward):
     """The ``math_accuracy`` reward (see ``math_accuracy`` for what it scores); picklable."""
 
     __name__ = "math_accuracy"
@@ -148,14 +148,8 @@ class MathAccuracy:
     def __init__(self, answer_column: str = "answer", time_limit: float = 0.5, max_answer_chars: int = 1000):
         if time_limit <= 0:
             raise ValueError(f"time_limit must be positive, got {time_limit}")
-        self.answer_column = answer_column
-        self.columns = (answer_column,)  # checked against the data before any model loads
+        super().__init__(answer_column, max_answer_chars)
         self.time_limit = time_limit
-        self.max_answer_chars = max_answer_chars
-
-    def __call__(self, completions, **kwargs) -> list[float | None]:
-        golds = column(kwargs, self.answer_column, "answer_column")
-        return [self.score(completion_text(c), gold) for c, gold in zip(completions, golds, strict=True)]
 
     def answer_of(self, completion) -> str | None:
         """The final answer of a completion, numbers in one form (``0.50`` and ``1/2`` are one answer), for

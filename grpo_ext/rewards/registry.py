@@ -206,6 +206,23 @@ def column(kwargs: dict, name: str, arg: str) -> list:
     return kwargs[name]
 
 
+class ReferenceReward:
+    """A reward that scores each completion's text against its row's reference, read from the column
+    ``answer_column``; a subclass gives ``score(text, reference)`` and its ``__name__``. Picklable."""
+
+    def __init__(self, answer_column: str = "answer", max_answer_chars: int = 1000):
+        self.answer_column = answer_column
+        self.columns = (answer_column,)  # checked against the data before any model loads
+        self.max_answer_chars = max_answer_chars
+
+    def __call__(self, completions, **kwargs) -> list[float | None]:
+        golds = column(kwargs, self.answer_column, "answer_column")
+        return [self.score(completion_text(c), gold) for c, gold in zip(completions, golds, strict=True)]
+
+    def score(self, text: str, reference) -> float | None:
+        raise NotImplementedError
+
+
 def named(fn: Callable, name: str, **params) -> RewardFunc:
     """``fn`` with ``params`` bound, logged by TRL as ``name``; picklable when ``fn`` is a module-level function.
 

@@ -7,7 +7,8 @@
 A run directory is read as it is (finished, failed, stopped or killed, from any supported TRL version): the
 watchdog is replayed over ``metrics.jsonl`` with the run's own ``health`` thresholds, so the doctor names
 what the run printed while it trained. A summary still ``running`` whose lock no live process holds is a
-killed run. A damaged file (cut short, not a mapping, not text) is named in a note and read as empty.
+killed run. A damaged file (cut short, not a mapping, not text) is named in a note and read as empty, except
+``summary.json``: without it how the run ended is unknown, and the verdict says so (exit 1, never healthy).
 ``diagnose`` returns the lines and whether the run is healthy; ``samples`` reads ``completions.jsonl`` (a line
 cut short, or one that is not a completion, is skipped and counted) and ``show_samples`` prints what it read.
 """
@@ -43,18 +44,31 @@ def _number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _read_mapping(path: Path, parse, notes: list[str]) -> dict:
-    """The mapping a run file holds (``parse`` reads its text), or {}: missing, or damaged (said in ``notes``)."""
+def _read_mapping(path: Path, parse) -> tuple[dict, str | None]:
+    """(the mapping a run file holds, ``parse`` reading its text, or {}; what is wrong with the file, or None when it
+    is missing or sound)."""
     if not path.is_file():
-        return {}
+        return {}, None
     try:
         value = parse(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, yaml.YAMLError) as exc:  # a cut-short JSON or YAML file, or bytes that are not UTF-8
-        notes.append(f"note: {path.name} is damaged ({type(exc).__name__}); read as empty")
-        return {}
+        return {}, f"{path.name} is damaged ({type(exc).__name__})"
     if not isinstance(value, dict) and value is not None:
-        notes.append(f"note: {path.name} holds a {kind_of(value)}, not a mapping; read as empty")
-    return _mapping(value)
+        return {}, f"{path.name} holds a {kind_of(value)}, not a mapping"
+    return _mapping(value), None
+
+
+def _no_status(path: Path, summary: dict, damage: str | None) -> str | None:
+    """Why how the run ended cannot be read from its summary (``path``, read as ``summary``), or None. A run writes
+    the file, its status in it, before its first step, so a run directory without one is damaged."""
+    if damage or not path.is_file():
+        return damage or f"{path.name} is missing"
+    status = summary.get("status")
+    if status is None:
+        return f"{path.name} records no status"
+    if not isinstance(status, str):
+        return f"{path.name} records a status that is a {kind_of(status)}, not a word"
+    return None
 
 
 def _run_alive(run_dir: Path) -> bool | None:
@@ -111,8 +125,11 @@ def diagnose(run_dir: str | Path) -> tuple[list[str], bool]:
         raise RecipeError(
             f"doctor: {run_dir} holds no summary.json or metrics.jsonl; give a run directory (a recipe's output_dir)"
         )
-    summary = _read_mapping(summary_file, json.loads, notes)
-    recipe = _read_mapping(run_dir / "recipe.yaml", load_yaml, notes)
+    summary, damage = _read_mapping(summary_file, json.loads)
+    unreadable = _no_status(summary_file, summary, damage)
+    recipe, recipe_damage = _read_mapping(run_dir / "recipe.yaml", load_yaml)
+    if recipe_damage:
+        notes.append(f"note: {recipe_damage}; read as empty")
     try:
         records = rundir.read_metrics(metrics)
     except (OSError, ValueError):  # not UTF-8 text
@@ -122,7 +139,7 @@ def diagnose(run_dir: str | Path) -> tuple[list[str], bool]:
     dog = watchdog.Watchdog(_mapping(recipe.get("health")), marks, default)
     for record in records:
         dog.update(record)
-    status = str(summary.get("status", "unknown"))
+    status = summary["status"] if not unreadable else "unknown"
     alive = _run_alive(run_dir) if status == "running" else None
     if status == "running" and alive is False:
         status = "killed"
@@ -146,10 +163,15 @@ def diagnose(run_dir: str | Path) -> tuple[list[str], bool]:
     if status == "killed":
         recipe_path = summary.get("recipe") or "RECIPE"
         lines.append(f"killed: the run stopped before it finished; continue it: grpo-ext train {recipe_path} --resume")
-    healthy = not any(f.severity == "warning" for f in found) and status not in UNHEALTHY_STATUS
+    healthy = not any(f.severity == "warning" for f in found) and status not in UNHEALTHY_STATUS and not unreadable
     if not found:
         lines.append("health: no rule fired" + ("" if records else " (no step was logged)"))
-    lines.append("verdict: healthy" if healthy else "verdict: not healthy; apply the remedies above, then train again")
+    if unreadable:  # no status to judge by: never healthy
+        lines.append(
+            f"verdict: unknown: {unreadable}, so how the run ended cannot be read; what is above comes from {metrics.name} alone"
+        )
+    else:
+        lines.append("verdict: healthy" if healthy else "verdict: not healthy; apply the remedies above, then train again")
     return lines, healthy
 
 
@@ -160,7 +182,7 @@ def samples(run_dir: str | Path, count: int = SAMPLES) -> tuple[list[str], list[
         raise RecipeError(f"doctor: --samples takes a count of 1 or more, got {count}; e.g. --samples 3")
     path = Path(run_dir) / completions.FILE
     if not path.is_file():
-        recipe = _read_mapping(Path(run_dir) / "recipe.yaml", load_yaml, [])
+        recipe, _ = _read_mapping(Path(run_dir) / "recipe.yaml", load_yaml)
         if _mapping(recipe.get("logging")).get("completions_steps") == 0:
             why = "the run's recipe sets logging.completions_steps: 0"
         else:

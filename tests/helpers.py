@@ -200,6 +200,29 @@ def beside_torch_import(argv: list[str], **run_kwargs) -> tuple[subprocess.Compl
     return proc, min(command) / min(reference)
 
 
+def best_beside(work, reference, turns: int = 2) -> tuple[float, float]:
+    """Call ``work()`` and ``reference()`` in turn, ``turns`` times each: the best wall time of each. A test compares
+    the two (a ratio), never one against seconds: load slows both alike, and the best of the turns leaves out a
+    moment when a neighbour held the CPU."""
+    work_times, reference_times = [], []
+    for _ in range(turns):
+        t0 = time.perf_counter()
+        work()
+        t1 = time.perf_counter()
+        reference()
+        work_times.append(t1 - t0)
+        reference_times.append(time.perf_counter() - t1)
+    return min(work_times), min(reference_times)
+
+
+def cpu_spin(seconds: float) -> None:
+    """Busy this process for ``seconds`` of its own CPU time: a reference for work bounded by a CPU-time limit, which
+    takes longer in wall time on a busy machine exactly as such work does."""
+    end = time.process_time() + seconds
+    while time.process_time() < end:
+        pass
+
+
 def run_command(argv: list[str], timed: bool, **run_kwargs) -> tuple[subprocess.CompletedProcess, float | None]:
     """The command run once, or with ``timed`` beside a torch import (``beside_torch_import``): (its last run, the
     ratio of wall times, None when not timed)."""

@@ -3,7 +3,7 @@
 The final answer is, in order of preference, the last ``\\boxed{...}``, the last ``<answer>...</answer>``,
 the text after the last GSM8K marker ``#### ``, or else the last number in the completion. Plain
 numbers and fractions (``72``, ``-1,250``, ``2.5``, ``3/4``, ``\\frac{3}{4}``) are compared exactly in
-Python; anything else goes to math-verify in a worker process under a hard time limit (``verify.py``).
+Python; anything else goes to math-verify in a worker process under a hard limit on CPU time (``verify.py``).
 """
 
 import re
@@ -199,14 +199,16 @@ class MathAccuracy(ReferenceReward):
 
 @register("math_accuracy", factory=True)
 def math_accuracy(answer_column: str = "answer", time_limit: float = 0.5, max_answer_chars: int = 1000) -> MathAccuracy:
-    """1.0 when the completion's final answer equals the reference answer, 0.0 when not, None when the reference cannot be parsed.
+    """1.0 when the completion's final answer equals the reference answer, 0.0 when not, None when it cannot be judged.
 
     The final answer is the last ``\\boxed{}``, ``<answer>`` tag, GSM8K ``#### n`` line, or else the last
     number. The reference comes from the dataset column ``answer_column`` (GSM8K solutions are reduced
     to the number after ``####``). Plain numbers and fractions are compared exactly in Python; other
     answers (``\\sqrt{2}/2``, ``x^2+1``, intervals) are checked by math-verify in a worker process that
-    is killed after ``time_limit`` seconds (the sample then scores 0.0). An answer longer than
-    ``max_answer_chars`` scores 0.0 without being parsed.
+    is killed once it has used ``time_limit`` seconds of CPU time: a busy machine gives a check more wall
+    time, never another verdict. A sample is None (not judged, left out of its group) when its reference
+    cannot be parsed or its check ran out of time. An answer longer than ``max_answer_chars`` scores 0.0
+    without being parsed.
 
     >>> reward = math_accuracy()
     >>> reward(["The total is \\\\boxed{72}.", "#### 71", "I think 3/4", "no answer"], answer=["72", "71", "0.75", "5"])

@@ -1,4 +1,4 @@
-"""Symbolic answer checking with math-verify, under a hard time limit that works from any thread.
+"""Symbolic answer checking with math-verify, under a hard limit on CPU time that works from any thread.
 
 math-verify bounds its own work with ``signal.alarm``, which only works on the main thread, and even
 there cannot interrupt a long C-level computation: ``verify(5, 10^{100000000}+1)`` or deeply nested
@@ -7,6 +7,12 @@ has its worker killed. Workers are forked from a template process (``python -m
 grpo_ext.rewards.verify SOCKET``) that has imported and warmed math-verify once, so a replacement
 is ready in milliseconds; they reach this process over a Unix socket. Each worker caps its memory,
 so a check that explodes in size fails instead of swapping.
+
+The limit is on the worker's own CPU time (``setitimer(ITIMER_PROF)``: the kernel ends the worker when
+it has used that much), not on the wall clock: on a busy machine a check waits for its turn on a core
+longer, but still gets the same work done, so an answer is judged alike whatever else the machine runs.
+A check that runs out of CPU time, or a worker that does not answer at all within ``stall_seconds``,
+is not judged (None), never judged wrong.
 
     >>> checker = Checker()
     >>> checker.check("\\\\frac{1}{2}", "0.5", limit=5.0)
@@ -33,6 +39,19 @@ from pathlib import Path
 WORKER_MEMORY_BYTES = 2 << 30
 # The template process imports sympy and math-verify once; it and each new worker have this long to connect.
 STARTUP_SECONDS = 60.0
+# A worker that has not answered a check within this many seconds of wall time (or 20 times the check's CPU limit,
+# if more) is given up: the machine gives it under a twentieth of a core, or it is stopped. A backstop, so that a
+# reward call always returns; a check that merely waits for a busy core ends by its CPU limit well before it.
+STALL_SECONDS = 30.0
+
+
+def stall_seconds(limit: float) -> float:
+    """The wall time a check with ``limit`` seconds of CPU may take before its worker is given up.
+
+    >>> stall_seconds(0.5), stall_seconds(5.0)
+    (30.0, 100.0)
+    """
+    return max(STALL_SECONDS, 20 * limit)
 
 
 class _Worker:
@@ -41,9 +60,10 @@ class _Worker:
     def __init__(self, conn: Connection, pid: int):
         self.conn, self.pid = conn, pid
 
-    def ask(self, request: dict, limit: float) -> dict | None:
+    def ask(self, request: dict, wait: float) -> dict | None:
+        """The worker's reply, or None when it sent none within ``wait`` seconds (EOFError when it died)."""
         self.conn.send(request)
-        return self.conn.recv() if self.conn.poll(limit) else None
+        return self.conn.recv() if self.conn.poll(wait) else None
 
     def kill(self) -> None:
         try:
@@ -86,21 +106,20 @@ class Checker:
         return _Worker(conn, conn.recv())
 
     def check(self, gold: str, pred: str, limit: float) -> bool | None:
-        """Whether ``pred`` equals ``gold`` (math-verify's rules); None if ``gold`` cannot be parsed.
-
-        A check that does not finish within ``limit`` seconds is False: the answer could not be
-        shown equal in time.
+        """Whether ``pred`` equals ``gold`` (math-verify's rules); None if ``gold`` cannot be parsed, or if the
+        check could not be finished: it used ``limit`` seconds of CPU time, or its worker gave no answer within
+        ``stall_seconds(limit)`` of wall time (its worker is then killed and replaced).
         """
         with self.lock:
             worker = self.idle.pop() if self.idle else None
         worker = worker or self._new_worker()
         try:
-            reply = worker.ask({"gold": gold, "pred": pred}, limit)
-        except (OSError, EOFError):
+            reply = worker.ask({"gold": gold, "pred": pred, "limit": limit}, stall_seconds(limit))
+        except (OSError, EOFError):  # the worker died: its CPU time ran out (SIGPROF), or it was killed
             reply = None
         if reply is None:
             worker.kill()
-            return False
+            return None
         with self.lock:
             self.idle.append(worker)
         return reply["equal"]
@@ -131,11 +150,14 @@ def checker() -> Checker:
 
 
 def _serve(conn: Connection, parse, verify) -> None:
-    """A worker's loop: one ``{"gold", "pred"}`` request in, one ``{"equal"}`` reply out, until the socket closes."""
+    """A worker's loop: one ``{"gold", "pred", "limit"}`` request in, one ``{"equal"}`` reply out, until the socket
+    closes. Each check runs under a profiling timer of ``limit`` seconds of this process's CPU time; SIGPROF's default
+    action ends the process, which stops even a computation inside C code that no Python handler could interrupt."""
     import resource
     from functools import lru_cache
 
     resource.setrlimit(resource.RLIMIT_AS, (WORKER_MEMORY_BYTES, WORKER_MEMORY_BYTES))
+    signal.signal(signal.SIGPROF, signal.SIG_DFL)
 
     @lru_cache(maxsize=4096)
     def parse_gold(text: str):
@@ -148,6 +170,7 @@ def _serve(conn: Connection, parse, verify) -> None:
             request = conn.recv()
         except (EOFError, OSError):
             return
+        signal.setitimer(signal.ITIMER_PROF, request["limit"])
         try:
             gold = parse_gold(request["gold"])
         except Exception:  # sympy raises many kinds of error on malformed input
@@ -160,6 +183,7 @@ def _serve(conn: Connection, parse, verify) -> None:
                 equal = not _numbers_differ(gold, pred) and bool(verify(gold, pred, timeout_seconds=None))
         except Exception:  # an answer that fails to parse or compare is not a match
             equal = False
+        signal.setitimer(signal.ITIMER_PROF, 0)
         conn.send({"equal": equal})
 
 

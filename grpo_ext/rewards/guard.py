@@ -4,16 +4,22 @@ A reward that raises stops the run with one line naming the reward, the sample a
 completion; with ``on_error: skip`` that sample scores ``None`` instead (TRL leaves it out of the group's
 baseline) and the count is logged per step as ``reward_errors/NAME``. A wrong number of scores, NaN,
 infinity or a non-number always stops the run, and so does a reward that raises SystemExit or
-KeyboardInterrupt (a ``sys.exit`` in it would otherwise end training as if it had succeeded). Each call runs
+KeyboardInterrupt (a ``sys.exit`` in it would otherwise end training as if it had succeeded) or calls
+``os._exit``. ``os._exit`` ends a process at once, past every ``except`` and ``finally``, so for the length of a
+call it is replaced by a function that raises ``ExitCalled``: the run fails with a line naming the reward. That
+is detection, not isolation: the reward still runs in the trainer's process, and an exit by another route
+(``posix._exit``, an ``_exit`` bound before the call, a signal) still ends it. Each call runs
 on its own daemon thread under a time limit (``timeout`` seconds), so it works whichever thread TRL calls
 the reward from. A reward stuck inside C code that holds the interpreter lock (a runaway regular expression)
 cannot be stopped from Python: at twice the limit plus one second ``faulthandler`` prints every thread's
 stack and ends the process with status 1.
 """
 
+import contextlib
 import faulthandler
 import math
 import numbers
+import os
 import sys
 import threading
 import time
@@ -31,24 +37,97 @@ class RewardTimeout(Exception):
 
 
 class RewardExit(Exception):
-    """A reward raised SystemExit or KeyboardInterrupt (``exc``): an error of the reward, not the end of the run."""
+    """A reward raised SystemExit or KeyboardInterrupt, or called ``os._exit`` (``exc``, then an ExitCalled): an error
+    of the reward, not the end of the run."""
 
     def __init__(self, exc: BaseException):
         super().__init__(exc)
         self.exc = exc
 
 
+class ExitCalled(BaseException):
+    """Raised in place of ``os._exit(status)`` called during a reward call: a BaseException, so that a reward's
+    ``except Exception`` does not swallow it and ``on_error: skip`` never skips it."""
+
+    def __init__(self, status):
+        super().__init__(status)
+        self.status = status
+
+
+_exits_lock = threading.Lock()
+_exits_seen: dict[int, tuple[int, list]] = {}  # per reward call under way, by its block's id: (process id, statuses caught)
+_replaced: list = []  # while any call is under way: the os._exit and threading.excepthook it replaced, put back after
+
+
+def _caught_exit(status):
+    """``os._exit`` while a reward call is under way: raises ExitCalled and records the status for each call under way
+    in this process (on a thread the reward started, the exception ends only that thread; the record still fails
+    the call). A child the reward forked (multiprocessing) is another process: its ``os._exit`` ends it."""
+    with _exits_lock:
+        calls = [seen for owner, seen in _exits_seen.values() if owner == os.getpid()]
+        for seen in calls:
+            seen.append(status)
+        real_exit = _replaced[0] if _replaced else os._exit
+    if not calls:
+        real_exit(status)
+    raise ExitCalled(status)
+
+
+def _quiet_exit_hook(args):
+    """A thread of the reward's own that ended in ExitCalled: no traceback, the call's error says it."""
+    if not isinstance(args.exc_value, ExitCalled):
+        (_replaced[1] if _replaced else threading.__excepthook__)(args)
+
+
+def _put_back() -> None:
+    if _replaced:
+        os._exit, threading.excepthook = _replaced
+        _replaced.clear()
+
+
+def _forked():
+    """In a child forked during a reward call: no call of its own is under way, and the lock may have been held."""
+    global _exits_lock
+    _exits_lock = threading.Lock()
+    _exits_seen.clear()
+    _put_back()
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
+@contextlib.contextmanager
+def exits_caught():
+    """For the length of the block, ``os._exit`` in this process raises ExitCalled; yields the list of the statuses
+    it was called with. Blocks may overlap (on other threads): ``os._exit`` stays replaced while any is open."""
+    seen: list = []
+    key = id(seen)
+    with _exits_lock:
+        if not _replaced:
+            _replaced[:] = [os._exit, threading.excepthook]
+            os._exit, threading.excepthook = _caught_exit, _quiet_exit_hook
+        _exits_seen[key] = (os.getpid(), seen)
+    try:
+        yield seen
+    finally:
+        with _exits_lock:
+            _exits_seen.pop(key, None)  # a forked child that returns here holds none
+            if not _exits_seen:
+                _put_back()
+
+
 def call_with_limit(fn, limit: float | None, /, **kwargs):
     """``fn(**kwargs)`` on a daemon thread; RewardTimeout if it has not returned within ``limit`` seconds.
 
-    An exception of ``fn`` is raised here as is, except SystemExit and KeyboardInterrupt, which come as RewardExit:
+    An exception of ``fn`` is raised here as is, except SystemExit, KeyboardInterrupt and ExitCalled, which come as
+    RewardExit:
     on the reward's own thread neither can be the user's Ctrl-C (a signal reaches the main thread, here, in the
     wait). With ``limit`` None ``fn`` runs on the caller's thread, where a KeyboardInterrupt may be Ctrl-C and
     stays one."""
     if limit is None:
         try:
             return fn(**kwargs)
-        except SystemExit as exc:
+        except (SystemExit, ExitCalled) as exc:
             raise RewardExit(exc) from exc
     box: dict = {}
     done = threading.Event()
@@ -71,7 +150,7 @@ def call_with_limit(fn, limit: float | None, /, **kwargs):
         faulthandler.cancel_dump_traceback_later()
     if not finished:
         raise RewardTimeout
-    if isinstance(box.get("error"), (SystemExit, KeyboardInterrupt)):
+    if isinstance(box.get("error"), (SystemExit, KeyboardInterrupt, ExitCalled)):
         raise RewardExit(box["error"]) from box["error"]
     if "error" in box:
         raise box["error"]
@@ -140,21 +219,21 @@ class Guarded:
         n = len(completions)
         started = time.perf_counter()
         try:
-            scores = call_with_limit(
-                self._batch_then_samples, self.timeout, completions=completions, **compat.reward_kwargs(self.accepts, kwargs)
-            )
+            with exits_caught() as exits:
+                scores = call_with_limit(
+                    self._batch_then_samples, self.timeout, completions=completions, **compat.reward_kwargs(self.accepts, kwargs)
+                )
         except RewardTimeout:
             raise RunError(
                 f"reward {self.__name__!r} did not return within {self.timeout:g} s on a batch of {n} "
                 f"completions; make it faster or raise {self.where}.timeout"
             ) from None
         except RewardExit as exc:  # never skipped: the reward tried to end the process, not to score a sample
-            raise RunError(
-                f"reward {self.__name__!r} raised {_reason(exc.exc)} on a batch of {n} completions; a reward returns "
-                f"scores and never exits: fix the reward ({self.where})"
-            ) from exc.exc
+            raise self._exited(exc.exc, n) from exc.exc
         finally:
             self.seconds += time.perf_counter() - started
+        if exits:  # os._exit on a thread of the reward's own, or its ExitCalled caught by the reward: it still meant to exit
+            raise self._exited(ExitCalled(exits[0]), n)
         if not isinstance(scores, (list, tuple)) or len(scores) != n:
             got = f"{len(scores)} scores" if isinstance(scores, (list, tuple)) else f"a {type(scores).__name__}"
             raise RunError(f"reward {self.__name__!r} returned {got} for {n} completions; return one score per completion")
@@ -170,6 +249,14 @@ class Guarded:
                 )
             out.append(float(s))
         return out
+
+    def _exited(self, exc: BaseException, n: int) -> RunError:
+        """The error for a reward that raised SystemExit or KeyboardInterrupt, or called ``os._exit`` (ExitCalled)."""
+        did = f"called os._exit({exc.status!r})" if isinstance(exc, ExitCalled) else f"raised {_reason(exc)}"
+        return RunError(
+            f"reward {self.__name__!r} {did} on a batch of {n} completions; a reward returns scores and never exits: "
+            f"fix the reward ({self.where})"
+        )
 
     def _batch_then_samples(self, completions, **kwargs):
         """The reward on the whole batch; if that raises, on each sample alone to find (or skip) the culprit."""
@@ -213,6 +300,11 @@ class Guarded:
             )
 
 
+def metric_name(name: str, fn, i: int = 0) -> str:
+    """The name TRL logs the reward ``rewards[i]`` names ``name`` under: the registry name, else the function's."""
+    return name if name in REGISTRY else getattr(fn, "__name__", f"reward_{i}")
+
+
 def guard_all(entries: list[dict], funcs: list) -> list[Guarded | None]:
     """The recipe's rewards (``entries``, with the functions built from them) guarded, each under a unique
     metric name: a registry name, else the function's ``__name__``; a name used twice gets ``_2``, ``_3``.
@@ -222,7 +314,7 @@ def guard_all(entries: list[dict], funcs: list) -> list[Guarded | None]:
         if fn is None:
             guarded.append(None)
             continue
-        base = entry["name"] if entry["name"] in REGISTRY else getattr(fn, "__name__", f"reward_{i}")
+        base = metric_name(entry["name"], fn, i)
         seen[base] = seen.get(base, 0) + 1
         guarded.append(
             Guarded(

@@ -8,19 +8,20 @@
     grpo-ext eval RECIPE --model RUN_DIR --checkpoints  score every checkpoint of a run; eval_curve.png
     grpo-ext rewards [ls]                               reward names with their one-line descriptions
     grpo-ext rewards show NAME                          a reward's arguments and documentation
-    grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg k=v]   score one completion
+    grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg k=v] [--column k=v]   score one completion
     grpo-ext tools [ls] | tools show NAME               tools a recipe's model may call, and one tool's documentation
     grpo-ext filter RECIPE [--model M] [--k 8] [--keep 0.1:0.9]   keep the training rows a model solves sometimes
-    grpo-ext merge RUN_DIR [--out DIR]                  fold a LoRA adapter into its base model
+    grpo-ext merge RUN_DIR [--out DIR] [--force]        fold a LoRA adapter into its base model
     grpo-ext push RUN_DIR OWNER/NAME [--private] [--revision BRANCH] [--dry-run]   publish final/ on the Hub, with a card
     grpo-ext plan RECIPE [key=value ...] [--gpu-memory 8GiB] [--gpus N --sharding zero3]   peak memory; what to change
     grpo-ext doctor RUN_DIR [--samples [N]]             a run's health: findings and remedies; exit 1 when not healthy
     grpo-ext doctor --env [RECIPE]                      versions, devices and cache for a bug report; known-bad combinations
     grpo-ext algorithms [NAME]                          GRPO variants a recipe names with algorithm:, and what each sets
-    grpo-ext schema [--out FILE]                        the recipe's JSON Schema, for an editor's YAML language server
+    grpo-ext schema [--out FILE [--force]]              the recipe's JSON Schema, for an editor's YAML language server
 
 Exit status, for every verb: 0 done; 2 bad input (one ``error:`` line per problem, nothing written);
-1 a failure while running; 130 interrupted.
+1 a failure while running; 130 interrupted. A verb that writes files (cp, schema, eval, filter, merge) replaces
+one already there only with ``--force``, and says so before any work.
 """
 
 import argparse
@@ -34,10 +35,11 @@ from pathlib import Path
 from grpo_ext import rewards
 from grpo_ext.core import catalog, references
 from grpo_ext.core.errors import RecipeError, RunError
-from grpo_ext.core.files import exists, write_atomic
-from grpo_ext.core.text import first_line, suggest
+from grpo_ext.core.files import exists, refuse_to_replace, write_atomic
+from grpo_ext.core.text import first_line, shown, suggest
 from grpo_ext.recipe import json_schema, load, parse_override
-from grpo_ext.rewards import registry
+from grpo_ext.recipe.schema import SCHEMA
+from grpo_ext.rewards import guard, registry, unscored
 from grpo_ext.settings import compat, shapes, variants
 from grpo_ext.tools import environments
 from grpo_ext.tools import library as tool_library
@@ -99,8 +101,7 @@ def cmd_cp(args) -> None:
     dest = Path(args.dest)
     if dest.is_dir():
         dest = dest / shipped[args.name].name
-    if dest.exists() and not args.force:
-        raise RecipeError(f"{dest} exists; pass --force to replace it")
+    refuse_to_replace([dest], args.force, option="DEST", command="cp")
     dest.parent.mkdir(parents=True, exist_ok=True)
     # the shipped recipe names its schema relative to recipes/; the copy names the shipped file wherever it goes
     text = shipped[args.name].read_text(encoding="utf-8")
@@ -199,23 +200,26 @@ def cmd_tools_show(args) -> None:
 
 
 def cmd_rewards_score(args) -> None:
-    """``grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg k=v] [--column k=v]``: one score, no model."""
+    """``grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg k=v] [--column k=v] [--column-yaml k=v]``:
+    one score, no model. The reward runs under training's guard (its time limit, its checks of the scores, an exit
+    caught), so a score training refuses is refused here with training's line; None comes with its reason."""
     reward_args = _key_values(args.arg, "--arg", "max_length=256")
     fn = rewards.build(args.name, reward_args, Path.cwd(), "rewards score")
-    columns = {key: [value] for key, value in _key_values(args.column, "--column", "topic=cats").items()}
+    row = _columns(args.column) | _key_values(args.column_yaml, "--column-yaml", "'tests=[{input: 2, output: 4}]'")
     if args.answer is not None:
-        columns[reward_args.get("answer_column", "answer")] = [args.answer]
-    missing = [c for c in compat.reward_columns(fn) if c not in columns]
+        row[reward_args.get("answer_column", "answer")] = args.answer
+    missing = [c for c in compat.reward_columns(fn) if c not in row]
     if missing:
         answer = reward_args.get("answer_column", "answer")
         given = " ".join("--answer VALUE" if c == answer else f"--column {c}=VALUE" for c in missing)
         raise RecipeError(f"rewards score: {args.name} reads column {', '.join(map(repr, missing))} of each row; pass {given}")
-    try:
-        score = fn(prompts=[""], completions=[args.completion], **columns)[0]
-    except Exception as exc:
-        raise RunError(f"reward {args.name!r} raised {type(exc).__name__}: {exc}") from None
-    shown_score = round(score, 6) if isinstance(score, float) else score  # 0.72, not 0.7200000000000001
-    print(f"{getattr(fn, '__name__', args.name)}: {shown_score}")
+    timeout = SCHEMA["reward"]["timeout"].default  # a recipe's rewards[i].timeout when it sets none
+    guarded = rewards.Guarded(fn, guard.metric_name(args.name, fn), timeout=timeout)
+    score = guarded(prompts=[""], completions=[args.completion], **{name: [value] for name, value in row.items()})[0]
+    if score is None:
+        print(f"{guarded.__name__}: None; {unscored.reason(fn, row)}")
+    else:
+        print(f"{guarded.__name__}: {round(score, 6)}")  # 0.72, not 0.7200000000000001
     if _counts_tokens(fn):
         print("note: lengths counted in characters here (no tokenizer); training and eval count tokens")
 
@@ -231,6 +235,17 @@ def _key_values(texts: list[str], option: str, example: str) -> dict:
     return out
 
 
+def _columns(texts: list[str]) -> dict[str, str]:
+    """``--column NAME=TEXT`` strings as a mapping; each text kept as given, line breaks and all."""
+    out = {}
+    for text in texts:
+        name, sep, value = text.partition("=")
+        if not sep or not name:
+            raise RecipeError(f"--column {shown(text)}: give NAME=TEXT, e.g. --column topic=cats")
+        out[name] = value
+    return out
+
+
 def _counts_tokens(fn) -> bool:
     """Whether a reward measures ``completion_ids`` (token counts), which this command cannot give it."""
     try:
@@ -240,7 +255,7 @@ def _counts_tokens(fn) -> bool:
 
 
 def cmd_schema(args) -> None:
-    """``grpo-ext schema [--out FILE]``: the recipe's JSON Schema, for an editor's YAML language server."""
+    """``grpo-ext schema [--out FILE [--force]]``: the recipe's JSON Schema, for an editor's YAML language server."""
     text = json_schema.text()
     if args.out is None:
         sys.stdout.write(text)
@@ -250,6 +265,7 @@ def cmd_schema(args) -> None:
         raise RecipeError(f"--out: {out} is a folder; give a file name, e.g. {out / catalog.SCHEMA_FILE}")
     if not out.parent.is_dir():
         raise RecipeError(f"--out: folder {out.parent} does not exist; create it or give another path")
+    refuse_to_replace([out], args.force, command="schema")
     write_atomic(out, text)
     print(f"wrote {out}; put this line in a recipe to use it: {catalog.SCHEMA_LINE}{out.resolve().as_uri()}")
 
@@ -265,11 +281,9 @@ def cmd_eval(args) -> None:
     if args.checkpoints:
         if len(args.model) != 1:
             raise RecipeError("--checkpoints: give one --model, the run directory whose checkpoint-N to score")
-        sweep.sweep(args.recipe, args.model[0], args.overrides, out=args.out, verbose=args.verbose)
+        sweep.sweep(args.recipe, args.model[0], args.overrides, out=args.out, force=args.force, verbose=args.verbose)
         return
-    evaluate.evaluate_models(
-        args.recipe, args.model, args.overrides, out=args.out, overwrite=args.overwrite, verbose=args.verbose
-    )
+    evaluate.evaluate_models(args.recipe, args.model, args.overrides, out=args.out, force=args.force, verbose=args.verbose)
 
 
 def cmd_filter(args) -> None:
@@ -281,12 +295,13 @@ def cmd_filter(args) -> None:
         keep=args.keep,
         out=args.out,
         reward=args.reward,
+        force=args.force,
         verbose=args.verbose,
     )
 
 
 def cmd_merge(args) -> None:
-    merge.merge(args.run_dir, args.out, check=not args.no_check)
+    merge.merge(args.run_dir, args.out, check=not args.no_check, force=args.force)
 
 
 def cmd_push(args) -> None:
@@ -352,7 +367,7 @@ def parser() -> argparse.ArgumentParser:
     cp = sub.add_parser("cp", help="copy a shipped recipe to edit")
     cp.add_argument("name")
     cp.add_argument("dest")
-    cp.add_argument("--force", action="store_true")
+    cp.add_argument("--force", action="store_true", help="replace DEST if it exists")
     cp.set_defaults(fn=cmd_cp)
 
     rw = sub.add_parser("rewards", help="reward names (ls), one reward's documentation (show), try one (score)")
@@ -362,13 +377,32 @@ def parser() -> argparse.ArgumentParser:
     show = rw_sub.add_parser("show", help="a reward's source, arguments and documentation")
     show.add_argument("name")
     show.set_defaults(fn=cmd_rewards_show)
-    score = rw_sub.add_parser("score", help="score one completion, without a model")
-    score.add_argument("name")
+    score = rw_sub.add_parser(
+        "score",
+        help="score one completion, without a model",
+        description="Score one completion with one reward, under the guard training runs it under: a score training "
+        "refuses, or a reward that raises or exits, is an error (exit 1); a None score comes with its reason. "
+        "--column keeps a value's text as given (line breaks included); --column-yaml reads it as YAML.",
+    )
+    score.add_argument("name", help="registry name, module:function or file.py:function, as in a recipe")
     score.add_argument("--completion", required=True, help="the completion text to score")
     score.add_argument("--answer", help="the reference answer (the dataset's answer column)")
-    score.add_argument("--arg", action="append", default=[], metavar="KEY=VALUE", help="a reward argument (repeatable)")
     score.add_argument(
-        "--column", action="append", default=[], metavar="NAME=VALUE", help="a dataset column the reward reads (repeatable)"
+        "--arg", action="append", default=[], metavar="KEY=VALUE", help="a reward argument, read as YAML (repeatable)"
+    )
+    score.add_argument(
+        "--column",
+        action="append",
+        default=[],
+        metavar="NAME=TEXT",
+        help="a dataset column the reward reads, its text kept as given, line breaks and all (repeatable)",
+    )
+    score.add_argument(
+        "--column-yaml",
+        action="append",
+        default=[],
+        metavar="NAME=YAML",
+        help="a dataset column whose value is read as YAML: a list, a mapping, a number (repeatable)",
     )
     score.set_defaults(fn=cmd_rewards_score)
 
@@ -381,6 +415,7 @@ def parser() -> argparse.ArgumentParser:
     tshow.set_defaults(fn=cmd_tools_show)
     sc = sub.add_parser("schema", help="the recipe's JSON Schema, for editors (completion and docs on every key)")
     sc.add_argument("--out", help="write it to this file instead of printing it")
+    sc.add_argument("--force", action="store_true", help="replace the --out file if it exists")
     sc.set_defaults(fn=cmd_schema)
 
     al = sub.add_parser("algorithms", help="GRPO variants by name (algorithm: NAME in a recipe) and what each sets")
@@ -392,8 +427,18 @@ def parser() -> argparse.ArgumentParser:
     ev.add_argument(
         "--model", action="append", required=True, help="catalog alias, hub id, local path, or run directory (repeat to compare)"
     )
-    ev.add_argument("--out", help="folder for eval.json and eval.md (default: eval-NAME beside the recipe's output_dir)")
-    ev.add_argument("--overwrite", action="store_true", help="replace an earlier eval in --out")
+    ev.add_argument(
+        "--out",
+        help="folder for eval.json and eval.md (default: eval-NAME beside the recipe's output_dir); with --checkpoints, "
+        "for eval_curve.json, eval_curve.md and eval_curve.png (default: the run directory)",
+    )
+    ev.add_argument(
+        "--force",
+        "--overwrite",
+        action="store_true",
+        dest="force",
+        help="replace those files if they exist (--overwrite: the older name)",
+    )
     ev.add_argument(
         "--checkpoints",
         action="store_true",
@@ -415,14 +460,18 @@ def parser() -> argparse.ArgumentParser:
     )
     fl.add_argument("--reward", help="the reward whose pass rate decides (default: the recipe's first)")
     fl.add_argument(
-        "--out", help=f"the JSONL file of kept rows (default: NAME{pass_filter.SUFFIX} beside the data file, or here)"
+        "--out",
+        help=f"the JSONL file of kept rows (default: NAME{pass_filter.SUFFIX} beside the data file, or here); the histogram "
+        "goes beside it as NAME.png, and NAME.progress.jsonl while it runs",
     )
+    fl.add_argument("--force", action="store_true", help="replace the --out file and its .png if they exist")
     fl.add_argument("--verbose", action="store_true", help="show third-party warnings and logs")
     fl.set_defaults(fn=cmd_filter)
 
     mg = sub.add_parser("merge", help="fold a LoRA run's adapter into its base; write a plain checkpoint")
     mg.add_argument("run_dir", help="the run directory (output_dir) of a run trained with model.lora")
-    mg.add_argument("--out", help="where to write the merged model (default: RUN_DIR/merged)")
+    mg.add_argument("--out", help="the folder to write the merged model into (default: RUN_DIR/merged); new or empty")
+    mg.add_argument("--force", action="store_true", help="write into an --out folder that is not empty")
     mg.add_argument("--no-check", action="store_true", help="skip comparing greedy answers on the eval prompts")
     mg.set_defaults(fn=cmd_merge)
 

@@ -1,6 +1,7 @@
 """Layer 3, tools: functions the model may call while it generates, the library of shipped ones (``library.py``), the
-library's environments (``environments.py``: ``guess_number``) and the checks that a tool or an environment is one TRL
-can use (``checks.py``). Imports ``core``.
+library's environments (``environments.py``: ``guess_number``), the JSON schema the model reads for a tool, written
+as transformers writes it without importing it (``schema.py``), and the checks that a tool or an environment is one
+TRL can use (``checks.py``). Imports ``core``.
 
 A tool is a plain Python function that GRPOTrainer (``tools=[...]``, TRL 1.x with transformers 5) shows the model in
 the chat template and runs when the model calls it: its name is what the model calls, its type hints and its

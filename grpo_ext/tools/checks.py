@@ -3,24 +3,21 @@
 TRL (GRPOTrainer, 1.x) hands its tools to the chat template, where transformers' ``get_json_schema`` turns each
 into the schema the model reads, and runs a call as ``tool(**arguments)`` with what the model wrote. That fails, at
 the first prompt of a run, on a tool that is not a function or a method, an argument without a type hint or without
-a line in the docstring's ``Args:``, a type hint JSON schema cannot state, or no docstring; and a call cannot reach
-``*args``, ``**kwargs`` or a positional-only argument. These checks find all of them before a run starts.
+a line in the docstring's ``Args:``, a type hint JSON schema cannot state, ``(choices: ...)`` that are not JSON, or
+no docstring; and a call cannot reach ``*args``, ``**kwargs`` or a positional-only argument. These checks find all
+of them before a run starts.
 
-They read signatures, type hints and docstrings themselves instead of calling ``get_json_schema``: with torch
-installed, that function imports torch to map ``torch.Tensor`` hints, and a recipe is validated without torch. The
-``Args:`` block is read with transformers' own parser, so that what passes here is what the chat template reads.
+They read signatures, type hints and docstrings with ``schema.py``, which writes the schema as transformers does
+with the standard library alone: a recipe is validated without importing transformers (most of a second) or torch
+(which transformers imports to map ``torch.Tensor`` hints).
 """
 
-import enum
 import inspect
-import types
 import typing
 
 from grpo_ext.core.text import shown
+from grpo_ext.tools.schema import SchemaProblem, choices, hint_schema, read_docstring
 
-# The hints transformers can write as JSON schema; list, tuple, dict, unions, Literal and Enum are read by _describable.
-_BASIC = (int, float, str, bool, type(None), typing.Any, list, tuple, dict)
-_SCALARS = (int, float, str, bool, type(None))  # what a Literal or an Enum may hold
 # TRL calls these on an environment itself; every other public method is a tool
 _ENVIRONMENT_OWN = ("reset", "get_reward")
 
@@ -64,7 +61,7 @@ def _problems(fn: object, where: str, receiver: bool) -> list[str]:
     except Exception as exc:  # a hint naming what its module does not define, or not a type at all
         return [*problems, f"{where}: the type hints of {name} do not resolve ({type(exc).__name__}: {exc}); fix them"]
     params = list(inspect.signature(fn).parameters.values())[1 if receiver else 0 :]
-    documented = _documented(doc) if doc else None
+    documented = read_docstring(doc).args if doc else None
     for p in params:
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
             stars = "*" if p.kind is p.VAR_POSITIONAL else "**"
@@ -83,6 +80,11 @@ def _problems(fn: object, where: str, receiver: bool) -> list[str]:
             )
         if documented is not None and p.name not in documented:
             problems.append(f"{where}: argument {p.name!r} of {name} has no line in its docstring's Args:; add '{p.name}: ...'")
+        elif documented is not None:
+            try:
+                choices(documented[p.name], p.name)
+            except SchemaProblem as exc:
+                problems.append(f"{where}: argument {p.name!r} of {name}: {exc}")
     if "return" not in hints:
         problems.append(f"{where}: {name} has no return type hint; write -> str (the model reads the result as text)")
     return problems
@@ -98,32 +100,13 @@ def _a(value: object) -> str:
     return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
 
 
-def _documented(doc: str) -> set[str]:
-    """The argument names that ``doc``'s ``Args:`` block describes, read as transformers reads them."""
-    from transformers.utils.chat_template_utils import parse_google_format_docstring  # not torch, but not light
-
-    return set(parse_google_format_docstring(doc)[1] or ())
-
-
 def _describable(hint: object) -> bool:
-    """Whether transformers can write ``hint`` as JSON schema (its rules for argument hints, read without torch)."""
-    origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if origin is None:
-        if isinstance(hint, type) and issubclass(hint, enum.Enum):
-            return len(hint) > 0 and all(type(m.value) in _SCALARS for m in hint)
-        return hint in _BASIC
-    if origin in (typing.Union, types.UnionType):
-        return all(_describable(a) for a in args)
-    if origin is typing.Literal:
-        return bool(args) and all(type(a) in _SCALARS for a in args)
-    if origin is list:
-        return not args or _describable(args[0])
-    if origin is tuple:
-        # transformers refuses tuple[X] (one element) and tuple[X, ...]
-        return not args or (len(args) > 1 and ... not in args and all(_describable(a) for a in args))
-    if origin is dict:
-        return len(args) != 2 or _describable(args[1])
-    return False
+    """Whether transformers can write ``hint`` as JSON schema."""
+    try:
+        hint_schema(hint)
+    except SchemaProblem:
+        return False
+    return True
 
 
 def _hint_text(hint: object) -> str:

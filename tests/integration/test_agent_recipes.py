@@ -37,6 +37,15 @@ def untyped(x):
         x: anything
     """
     return x
+
+
+def half_documented(x: int, y: int) -> int:
+    """Add two numbers.
+
+    Args:
+        x: the first
+    """
+    return x + y
 '''
 
 GAME = '''
@@ -221,6 +230,30 @@ def test_each_rule_refuses_before_torch(top, start, tmp_path, digit_doc, tiny_mo
     assert proc.returncode == 2, proc.stderr
     assert f"recipe.yaml: {start}" in proc.stderr or f"\n  - {start}" in proc.stderr, proc.stderr
     assert not (tmp_path / "run").exists()
+
+
+LIGHT = [
+    # (top-level keys, the problem line): a tool or an environment of the user's, refused without transformers
+    ({"tools": ["mytools.py:undocumented"]}, "tools[0]: undocumented has no docstring"),
+    ({"tools": ["mytools.py:untyped"]}, "tools[0]: argument 'x' of untyped has no type hint"),
+    ({"tools": ["mytools.py:half_documented"]}, "tools[0]: argument 'y' of half_documented has no line in its docstring's Args:"),
+    ({"environment": "game.py:NoReset"}, "environment: NoReset has no reset method"),  # its guess tool is read too
+]
+
+
+@pytest.mark.parametrize("top,problem", LIGHT)
+def test_a_bad_tool_or_environment_is_refused_without_transformers(top, problem, tmp_path, digit_doc, tiny_model):
+    """Reading a tool's docstring and hints needs neither transformers nor torch (grpo_ext/tools/schema.py)."""
+    if compat.tools_problem("environment"):
+        pytest.skip("on a TRL without tools every such recipe is refused by the version rule")
+    path = write(tmp_path / "recipe.yaml", agent_doc(tmp_path, digit_doc, tiny_model, **top))
+    code = (
+        "import sys; from grpo_ext import cli; rc = cli.main(['validate', sys.argv[1]]); "
+        "heavy = {'torch', 'transformers'} & set(sys.modules); assert not heavy, f'imported {heavy}'; sys.exit(rc)"
+    )
+    proc, _ = run_command([sys.executable, "-c", code, str(path)], False, cwd=ROOT)
+    assert proc.returncode == 2, proc.stderr
+    assert problem in proc.stderr, proc.stderr
 
 
 @pytest.mark.parametrize("timed", TIMED)

@@ -354,6 +354,15 @@ def positional_only(text: str, /) -> str:
     return text
 
 
+def bad_choices(drink: str) -> str:
+    """Order a drink.
+
+    Args:
+        drink: What to drink. (choices: tea, coffee)
+    """
+    return drink
+
+
 class Point:
     pass
 
@@ -449,6 +458,8 @@ TOOL_CASES = [
     (positional_only, ["argument 'text' of positional_only is positional-only; TRL passes arguments by name"], True),
     (custom_hint, ["argument 'where' of custom_hint is typed Point, which JSON schema cannot state; …"], False),
     (single_tuple, ["argument 'pair' of single_tuple is typed tuple[int], which JSON schema cannot state; …"], False),
+    # transformers reads the choices with json.loads at the first prompt, and fails
+    (bad_choices, ["argument 'drink' of bad_choices: (choices: tea, coffee) is not a JSON list; write …"], False),
     (unresolved, ["the type hints of unresolved do not resolve (NameError: name 'Missing' is not defined); fix them"], False),
 ]
 

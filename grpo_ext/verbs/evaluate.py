@@ -7,7 +7,8 @@ A model is a catalog alias, a hub id, a local directory or ``.gguf`` file, or a 
 ``eval.samples`` completions per eval prompt with the same seed, under the precision training would use
 (bf16 autocast where it chooses bf16), and the recipe's rewards score them exactly as they score
 completions in training. The table goes to stdout; ``eval.json`` and ``eval.md``
-go to ``--out`` (default: ``eval-NAME`` next to the recipe's ``output_dir``).
+go to ``--out`` (default: ``eval-NAME`` next to the recipe's ``output_dir``); either file already there stops
+the command before a model loads, unless ``--force``.
 """
 
 import gc
@@ -17,8 +18,8 @@ import time
 from pathlib import Path
 
 from grpo_ext.core import catalog, console
-from grpo_ext.core.errors import RecipeError, RunError
-from grpo_ext.core.files import exists, write_atomic
+from grpo_ext.core.errors import RunError
+from grpo_ext.core.files import exists, refuse_to_replace, write_atomic
 from grpo_ext.recipe import Recipe, load
 from grpo_ext.results import preflight, report, scoring
 from grpo_ext.run import chat_tools, data, hardware, models, rollouts
@@ -174,9 +175,14 @@ def default_out(recipe: Recipe) -> Path:
     return run.parent / f"eval-{run.name}"
 
 
+def written(out: Path) -> tuple[Path, Path]:
+    """The files an eval writes into ``out``: eval.json and eval.md."""
+    return out / "eval.json", out / "eval.md"
+
+
 def write(result: dict, out: Path) -> tuple[Path, Path]:
     out.mkdir(parents=True, exist_ok=True)
-    as_json, as_md = out / "eval.json", out / "eval.md"
+    as_json, as_md = written(out)
     write_atomic(as_json, json.dumps(result, indent=2, ensure_ascii=False) + "\n")
     write_atomic(as_md, markdown(result))
     return as_json, as_md
@@ -188,19 +194,16 @@ def evaluate_models(
     overrides: list[str] | tuple = (),
     *,
     out: str | Path | None = None,
-    overwrite: bool = False,
+    force: bool = False,
     verbose: bool = False,
     log=console.say,
 ) -> dict:
     """Score each model (alias, hub id, local path or run directory) on the recipe's eval prompts with its
-    rewards; print the table and a few samples; write eval.json and eval.md to ``out`` (an earlier eval there
-    is replaced only with ``overwrite``). Returns the result."""
+    rewards; print the table and a few samples; write eval.json and eval.md to ``out`` (either file already there
+    is replaced only with ``force``). Returns the result."""
     recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
-    dest = Path(out) if out else default_out(recipe)
-    if (dest / "eval.json").exists() and not overwrite:
-        raise RecipeError(
-            f"--out: {dest} holds an earlier eval (eval.json); pass --overwrite to replace it, or choose another: --out {dest}-2"
-        )
+    dest = Path(out).expanduser() if out else default_out(recipe)
+    refuse_to_replace(written(dest), force, command="eval")
     recipe.build_rewards()  # a user's reward factory that refuses its args stops here, before any model loads
     console.quiet_third_parties(verbose)
     result = compare(recipe, list(dict.fromkeys(refs)), log)

@@ -15,8 +15,9 @@ reward's ``pass_threshold``, else ``eval.pass_threshold``).
 
 The rows whose pass rate lies in ``keep`` (both ends included) go to ``--out``, JSON Lines, each with the
 columns of its source and a ``pass_rate`` column; a histogram of the pass rates is printed and drawn beside it
-(``NAME.png``). Each row scored is appended to ``NAME.progress.jsonl`` as it is done, so an interrupted filter
-run again with the same settings scores only the rows left; the file goes once the output is written.
+(``NAME.png``). Either file already there stops the command before a model loads, unless ``--force``. Each row
+scored is appended to ``NAME.progress.jsonl`` as it is done, so an interrupted filter run again with the same
+settings scores only the rows left; the file goes once the output is written.
 """
 
 import contextlib
@@ -32,7 +33,7 @@ from pathlib import Path
 
 from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RecipeError
-from grpo_ext.core.files import exists, resolve_path, write_atomic
+from grpo_ext.core.files import exists, refuse_to_replace, resolve_path, write_atomic
 from grpo_ext.core.text import plural, suggest
 from grpo_ext.recipe import Recipe, load
 from grpo_ext.results import plots, scoring
@@ -88,7 +89,7 @@ def histogram_file(out: Path) -> Path:
     return out.with_name(f"{out.name.removesuffix('.jsonl')}.png")
 
 
-def _check_out(out: Path, source: Path | None) -> None:
+def _check_out(out: Path, source: Path | None, force: bool) -> None:
     if exists(out, "dir"):
         raise RecipeError(f"--out: {out} is a folder; give a file name, e.g. --out {out / ('rows' + SUFFIX)}")
     if out.suffix.lower() != ".jsonl":
@@ -97,6 +98,7 @@ def _check_out(out: Path, source: Path | None) -> None:
         raise RecipeError(f"--out: folder {out.parent} does not exist; create it or give another path")
     if source is not None and out.resolve() == source.resolve():
         raise RecipeError(f"--out: {out} is the recipe's data file; give another name, e.g. --out {out.stem}{SUFFIX}")
+    refuse_to_replace([out, histogram_file(out)], force, command="filter")
 
 
 def _reward(recipe: Recipe, name: str | None) -> str:
@@ -379,6 +381,7 @@ def filter_rows(
     keep: str | tuple[float, float] = KEEP,
     out: str | Path | None = None,
     reward: str | None = None,
+    force: bool = False,
     verbose: bool = False,
     log=console.say,
 ) -> dict:
@@ -386,9 +389,10 @@ def filter_rows(
     directory), score the samples with the reward ``reward`` (default: the recipe's first), and write the rows
     whose pass rate lies in ``keep`` (``"LOW:HIGH"`` or a pair, both ends included) to ``out`` (JSON Lines, with a
     ``pass_rate`` column; default ``NAME.filtered.jsonl`` beside the recipe's data file, else in the current
-    directory), and the histogram of pass rates beside it (PNG). Resumes from ``out``'s progress file. Every input
-    is checked before a model loads (RecipeError). Returns the summary: counts, seconds, the output files,
-    ``pass_rates`` (one per training row; None where no sample was judged) and the histogram's bars."""
+    directory), and the histogram of pass rates beside it (PNG); either file already there is replaced only with
+    ``force``. Resumes from ``out``'s progress file. Every input is checked before a model loads (RecipeError).
+    Returns the summary: counts, seconds, the output files, ``pass_rates`` (one per training row; None where no
+    sample was judged) and the histogram's bars."""
     started = time.monotonic()
     low, high = parse_keep(keep)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
@@ -396,7 +400,7 @@ def filter_rows(
     recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
     reward = _reward(recipe, reward)
     dest = Path(out).expanduser() if out else default_out(recipe)
-    _check_out(dest, _data_path(recipe["data"], recipe.base_dir))
+    _check_out(dest, _data_path(recipe["data"], recipe.base_dir), force)
     train.check_data(recipe)  # every row of a local data file, before anything heavy is imported
     console.quiet_third_parties(verbose)
     train_set = _training_rows(recipe)

@@ -1,21 +1,24 @@
 """The ``merge`` verb: turn a LoRA run's adapter into a plain model checkpoint.
 
-    grpo-ext merge RUN_DIR [--out DIR] [--no-check]
+    grpo-ext merge RUN_DIR [--out DIR] [--force] [--no-check]
     grpo_ext.merge("runs/digit-lora")
 
 The base model and its loading settings (dtype, quantization) come from the run's ``recipe.yaml``; the
 base weights from the path recorded in the adapter's config. The merged model is then loaded back with
 ``AutoModelForCausalLM.from_pretrained`` and its greedy answers on the recipe's eval prompts are
-compared with those of the trained model (base plus adapter), unless ``check=False``.
+compared with those of the trained model (base plus adapter), unless ``check=False``. The merged model goes
+into a folder that does not exist yet or is empty; one with something in it only with ``--force``, and a file there
+never; both are said before any model loads.
 """
 
 from pathlib import Path
 
 from grpo_ext.core import console
 from grpo_ext.core.errors import RecipeError, RunError
+from grpo_ext.core.files import refuse_to_replace
 from grpo_ext.recipe import Recipe, read_yaml, validate
 from grpo_ext.results import scoring
-from grpo_ext.run import data, models
+from grpo_ext.run import data, models, rundir
 from grpo_ext.settings import adapters
 
 
@@ -54,15 +57,16 @@ def _once(log):
     return say
 
 
-def merge(run_dir: str | Path, out: str | Path | None = None, *, check: bool = True, log=console.say) -> Path:
+def merge(
+    run_dir: str | Path, out: str | Path | None = None, *, check: bool = True, force: bool = False, log=console.say
+) -> Path:
     """Fold the adapter of ``run_dir/final`` into its base; write the plain checkpoint to ``out`` (default
-    ``RUN_DIR/merged``) and return its path. With ``check``, the merged model must answer the eval prompts
-    greedily exactly as the trained model does (RunError otherwise)."""
+    ``RUN_DIR/merged``; a folder with something in it only with ``force``) and return its path. With ``check``, the
+    merged model must answer the eval prompts greedily exactly as the trained model does (RunError otherwise)."""
     run = Path(run_dir)
     recipe = read_run(run)
-    dest = Path(out) if out else run / "merged"
-    if dest.exists() and any(dest.iterdir()):
-        raise RecipeError(f"--out: {dest} is not empty; remove it or give another: --out {dest}-2")
+    dest = Path(out).expanduser() if out else run / "merged"
+    refuse_to_replace([dest], force, command="merge", folder=True)
     console.quiet_third_parties(verbose=False)
     log = _once(log)  # the base loads twice (trained model, then the merge): its model line is said once
     trained_answers = None
@@ -70,6 +74,7 @@ def merge(run_dir: str | Path, out: str | Path | None = None, *, check: bool = T
         trained, tokenizer, _ = models.load_adapter(run / "final", recipe["model"], log)
         trained_answers = greedy_answers(trained, tokenizer, recipe)
         del trained
+    rundir.record(dest.parent, dest.name)  # RUN/merged is the run's: in its marker before it is made
     models.merge(run / "final", recipe["model"], dest, log)
     log(f"merge: wrote {dest} ({adapters.describe(recipe['model'])} folded in)")
     if trained_answers is None:

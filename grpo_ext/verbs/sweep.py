@@ -6,8 +6,9 @@ Each complete checkpoint (its ``grpo_ext_complete.json`` lists every file, all p
 eval prompts exactly as ``grpo-ext eval`` does (the same seeds, so two checkpoints are compared on the same
 draws), and the rewards score them. The run's own ``eval before`` is step 0 when it was sampled with the same
 settings, prompts and rewards (its ``recipe.yaml``). Results go to ``eval_curve.json`` and ``eval_curve.md``,
-the held-out pass rate against step to ``eval_curve.png`` (in the run directory, or ``--out``); a checkpoint
-already scored there with the same settings, prompts and rewards is not scored again. The best checkpoint is
+the held-out pass rate against step to ``eval_curve.png`` (in the run directory, or ``--out``). Any of the three
+already there stops the command before a model loads, unless ``--force``; a checkpoint already scored there with
+the same settings, prompts and rewards is then not scored again. The best checkpoint is
 the one with the highest pass rate of the recipe's first reward (the earliest among equals), compared with the
 last one, paired by prompt.
 """
@@ -22,7 +23,7 @@ import yaml
 
 from grpo_ext.core import console
 from grpo_ext.core.errors import RecipeError
-from grpo_ext.core.files import write_atomic
+from grpo_ext.core.files import refuse_to_replace, write_atomic
 from grpo_ext.core.text import plural
 from grpo_ext.core.yaml_io import load_yaml
 from grpo_ext.recipe import Recipe, load
@@ -157,20 +158,24 @@ def sweep(
     overrides: list[str] | tuple = (),
     *,
     out: str | Path | None = None,
+    force: bool = False,
     verbose: bool = False,
     log=console.say,
 ) -> dict:
     """Score every complete checkpoint of the run directory ``run`` on the recipe's eval prompts; print the table;
-    write eval_curve.json, eval_curve.md and eval_curve.png to ``out`` (default: the run directory). Returns the curve."""
+    write eval_curve.json, eval_curve.md and eval_curve.png to ``out`` (default: the run directory), replacing them
+    only with ``force`` (the checkpoints scored in them are then reused). Returns the curve."""
     recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
     run_dir = Path(run).expanduser()
     if not run_dir.is_dir():
         raise RecipeError(f"--checkpoints: {run_dir} is not a directory; pass the run directory (output_dir) of a run")
-    dest = Path(out) if out else run_dir
+    dest = Path(out).expanduser() if out else run_dir
+    refuse_to_replace([dest / f"{CURVE}{suffix}" for suffix in (".json", ".md", ".png")], force, command="eval --checkpoints")
     console.quiet_third_parties(verbose)
     curve = score_checkpoints(recipe, run_dir, dest, log)
     print("\n".join(table(curve) + closing_lines(curve)))
     dest.mkdir(parents=True, exist_ok=True)
+    rundir.record(dest, f"{CURVE}.json", f"{CURVE}.md", f"{CURVE}.png")  # into a run directory: in its marker first
     write_atomic(dest / f"{CURVE}.json", json.dumps(curve, indent=2, ensure_ascii=False) + "\n")
     write_atomic(dest / f"{CURVE}.md", markdown(curve))
     plots.draw_eval_curve(curve["points"], dest / f"{CURVE}.png", f"{run_dir.name}: held-out pass rate")

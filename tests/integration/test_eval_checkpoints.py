@@ -48,8 +48,11 @@ def test_sweep_scores_every_checkpoint_and_reuses_scores(tiny_run, capsys, no_hu
     assert any(line.startswith("best: checkpoint-") for line in lines)
     assert "sweep: 3 checkpoints scored and 0 reused" in out
 
-    # again: nothing is sampled twice
-    assert cli.main(["eval", str(recipe), "--model", str(run), "--checkpoints"]) == 0
+    # again: its three files are not replaced without --force; with it, nothing is sampled twice
+    assert cli.main(["eval", str(recipe), "--model", str(run), "--checkpoints"]) == 2
+    refused = capsys.readouterr().err
+    assert all(f"eval_curve.{ext}" in refused for ext in ("json", "md", "png")) and "pass --force" in refused, refused
+    assert cli.main(["eval", str(recipe), "--model", str(run), "--checkpoints", "--force"]) == 0
     again = json.loads((run / "eval_curve.json").read_text())
     assert again["scored"] == 0 and "sweep: 0 checkpoints scored and 3 reused" in capsys.readouterr().out
     assert [p["rewards"] for p in again["points"]] == [p["rewards"] for p in curve["points"]]
@@ -64,6 +67,6 @@ def test_sweep_scores_every_checkpoint_and_reuses_scores(tiny_run, capsys, no_hu
     assert all(r["judged"] == 8 for p in other["points"] for r in p["rewards"].values())  # 2 prompts x 4 samples
 
     # other prompts, the first settings: the scores kept in the run directory are not theirs, nor the eval before
-    assert cli.main(["eval", str(recipe), "--model", str(run), "--checkpoints", "data.eval_prompts=['Say 5.']"]) == 0
+    assert cli.main(["eval", str(recipe), "--model", str(run), "--checkpoints", "data.eval_prompts=['Say 5.']", "--force"]) == 0
     moved = json.loads((run / "eval_curve.json").read_text())
     assert [p["step"] for p in moved["points"]] == [1, 3] and moved["scored"] == 2 and moved["points"][0]["prompts"] == 1

@@ -404,9 +404,9 @@ def test_a_second_eval_does_not_replace_the_first(tiny_model, digit_doc, tmp_pat
     first = (tmp_path / "eval" / "eval.json").read_text()
     capsys.readouterr()
     assert run_cli(argv) == 2
-    assert "holds an earlier eval (eval.json); pass --overwrite" in capsys.readouterr().err
+    assert "eval.md exist (eval writes" in capsys.readouterr().err  # then "; pass --force to replace them"
     assert (tmp_path / "eval" / "eval.json").read_text() == first
-    assert run_cli([*argv, "--overwrite"]) == 0
+    assert run_cli([*argv, "--overwrite"]) == 0  # the older name of --force
 
 
 @pytest.mark.parametrize("unbuffered", ["", "1"])  # stdout flushed at exit, or at each line

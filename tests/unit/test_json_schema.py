@@ -35,10 +35,11 @@ def validate_accepts(doc, path: Path) -> bool:
 
 
 def test_the_shipped_schema_file_is_what_the_command_writes(capsys):
-    """recipes/recipe.schema.json is regenerated with `grpo-ext schema --out recipes/recipe.schema.json`."""
+    """recipes/recipe.schema.json is regenerated with `grpo-ext schema --out recipes/recipe.schema.json --force`."""
     assert cli.main(["schema"]) == 0
     printed = capsys.readouterr().out
-    assert printed == catalog.schema_file().read_text(encoding="utf-8"), "run: grpo-ext schema --out recipes/recipe.schema.json"
+    regenerate = "run: grpo-ext schema --out recipes/recipe.schema.json --force"
+    assert printed == catalog.schema_file().read_text(encoding="utf-8"), regenerate
     jsonschema.Draft202012Validator.check_schema(json.loads(printed))
 
 

@@ -5,40 +5,49 @@ variable of the training process, so no API key or token reaches the program); P
 on CPU seconds, address space, the size of any file written, open files and core dumps; a wall-clock timeout
 after which the whole process group is killed, children included; output kept to a bounded size.
 
+Tests never run in the program's process: a judge process of their own calls into what the program defined and
+compares what comes back (``sandbox_calls``), and the verdict is the harness's exit status, which nothing in the
+program can write (``sandbox_harness``). No secret is handed to the program, so there is none to steal; a value
+that claims to equal everything is not a value the tests accept.
+
 What holds where the kernel allows it (Linux, as root; ``isolation()`` says what applied): a network
-namespace with no interface but loopback, so no connection leaves; a PID namespace, so that every process the
-program starts dies with it; a mount namespace in which every file system is read-only but the run's folder, with
-empty /dev/shm, /root and /home of its own (the interpreter is mounted into the run's folder); and the program
-runs as a user id of its own (no account, no privileges, one per run: ``user``), so it reads only what any user
-may read and starts at most ``processes`` processes. The training process never forks: it spawns the harness
-(``sandbox_harness.py``), which sets all of this up. Without namespaces the program runs as the training user:
-the number of processes is limited only for a user other than root (the kernel does not apply ``RLIMIT_NPROC``
-to root), it can read and write what that user can, and it can reach the network.
+namespace with no interface but loopback, so no connection leaves; a PID namespace with a /proc of its own, so
+every process the program starts dies with it and no process of the machine is in sight; a mount namespace in
+which every file system is read-only, every folder of "/" but the system's (/usr, /lib, /bin, /etc, ...) is
+covered by an empty one (no data set, recipe or home folder in sight), and the program writes only into its own
+folder, a tmpfs of ``disk_mb``; and the program runs as a user id of its own (no account, no privileges, one per
+run: ``user``), the judge as another, so the program can neither signal nor read it, and starts at most
+``processes`` processes. The training process never forks: it spawns the harness, which sets all of this up.
+Without namespaces the program runs as the training user: the number of processes is limited only for a user
+other than root (the kernel does not apply ``RLIMIT_NPROC`` to root), the total it writes only file by file, it
+can read and write what that user can (the data set with the tests included), and it can reach the network.
 
 This is defence in depth for code from a model being trained, not a security boundary against a determined
-attacker: the kernel is shared, and files any user may read stay readable. For untrusted code from people, use a
-remote sandbox (E2B, Piston, Sandbox Fusion) or a virtual machine.
+attacker: the kernel is shared. For untrusted code from people, use a remote sandbox (E2B, Piston, Sandbox
+Fusion) or a virtual machine.
 """
 
 import json
 import os
 import secrets
-import select
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
 HARNESS = Path(__file__).with_name("sandbox_harness.py")
-PYTHON = ".python"  # where an isolated run sees the interpreter (``sys.base_prefix``), inside its folder
-# The harness's exit status when this machine refused a namespace or limit: the run is not made without them.
-SETUP_FAILED = 125
+# The harness's exit statuses (sandbox_harness.py): the verdict, which nothing in the program can write.
+PASSED, TIMEOUT, SETUP_FAILED = 0, 124, 125
+WORK = "work"  # the program's folder inside the run's folder
+HARNESS_GRACE = 2.0  # seconds past the wall limit before the harness itself is killed (it kills the program at the limit)
 FIRST_UID = 1 << 28  # far above the ids of accounts (login.defs stops at 60000, systemd's dynamic users at 65519)
+JUDGE_UIDS = 1 << 26  # the judge's user id is the program's plus this: another id no account has
 OUTPUT_LIMIT = 1 << 20  # bytes of stdout and stderr read back; more is cut
 
 
@@ -52,6 +61,7 @@ class Limits:
     file_mb: int = 10
     processes: int = 64
     open_files: int = 64
+    disk_mb: int = 64  # all the program's files together, where the kernel allows a tmpfs (isolated runs)
 
 
 @dataclass(frozen=True)
@@ -73,8 +83,8 @@ def isolation() -> tuple[str, ...]:
     if not sys.platform.startswith("linux") or os.geteuid() != 0:
         return ()
     full = ("net", "pid", "mount", "user")
-    outside = "import os\ntry:\n    open('/w', 'w')\nexcept OSError:\n    pass\nelse:\n    os._exit(3)"
-    ran = _run("open('mine', 'w').write('x')", outside, None, Limits(wall_seconds=20), full)
+    probe = "open('mine', 'w').write('x')\ntry:\n    open('/w', 'w')\nexcept OSError:\n    pass\nelse:\n    raise SystemExit(3)"
+    ran = _run(probe, "", None, Limits(wall_seconds=20), full)
     return full if ran.status == "passed" else ()
 
 
@@ -111,9 +121,10 @@ def _read(path: Path) -> str:
 
 
 def run(program: str, tests: str = "", stdin: str | None = None, limits: Limits = Limits()) -> Result:
-    """Run ``program`` then ``tests`` (Python source) as one script in a fresh sandbox, ``stdin`` as its input.
-    ``passed`` only when the script ran to its end: a program that exits early, even with status 0, has not
-    passed its tests."""
+    """Run ``program`` (Python source) in a fresh sandbox, ``stdin`` as its input; then, if given, ``tests``
+    against what it defined, in a judge process of their own (``sandbox_calls``). ``passed`` only when the
+    program ran to its end and so did every test: a program that exits early, even with status 0, has not
+    passed, and nothing it does can write the verdict."""
     return _run(program, tests, stdin, limits, isolation())
 
 
@@ -125,85 +136,68 @@ def base_folder() -> Path:
     return here if open_to_all else Path("/tmp")
 
 
-def _run(program: str, tests: str, stdin: str | None, limits: Limits, isolated: tuple[str, ...]) -> Result:
-    uid = gid = _own_user()
-    folder = Path(tempfile.mkdtemp(prefix="grpo_ext_sandbox_", dir=base_folder() if "user" in isolated else None))
-    read_end, write_end = os.pipe()
+def _feed(pipe, data: bytes) -> None:
+    """Write the tests to the harness's stdin and close it; a harness that ended first (a refused setup) is no error."""
     try:
-        for name, text in (("program.py", program), ("tests.py", tests), ("stdin.txt", stdin or "")):
+        pipe.write(data)
+    except OSError:
+        pass
+    finally:
+        try:
+            pipe.close()
+        except OSError:
+            pass
+
+
+def _run(program: str, tests: str, stdin: str | None, limits: Limits, isolated: tuple[str, ...]) -> Result:
+    uid = _own_user()
+    folder = Path(tempfile.mkdtemp(prefix="grpo_ext_sandbox_", dir=base_folder() if "user" in isolated else None))
+    try:
+        for name, text in (("program.py", program), ("stdin.txt", stdin or "")):
             (folder / name).write_text(text, encoding="utf-8")
-        shutil.copyfile(HARNESS, folder / "harness.py")  # readable where the package's folder is hidden
-        if "mount" in isolated:
-            (folder / PYTHON).mkdir()
+        (folder / WORK).mkdir()
         if "user" in isolated:
-            for path in (folder, *folder.iterdir()):
-                os.chown(path, uid, gid)
-        home = Path(sys.base_prefix).resolve()
+            folder.chmod(0o711)  # its users pass through to their folder; what the harness reads stays the harness's
         settings = {
             "folder": str(folder),
             "isolated": bool(isolated),
-            "python_home": str(home),
-            "python_mount": str(folder / PYTHON),
-            "python_in_home": str(Path(os.path.realpath(sys.executable)).relative_to(home)) if isolated else "",
+            "python_home": str(Path(sys.base_prefix).resolve()),
             "uid": uid,
-            "gid": gid,
-            "fd": write_end,
-            "token": secrets.token_hex(16),
-            **{k: getattr(limits, k) for k in ("cpu_seconds", "memory_mb", "file_mb", "processes", "open_files")},
+            "gid": uid,
+            "judge_uid": uid + JUDGE_UIDS,
+            "tests": bool(tests.strip()),
+            "wall_seconds": limits.wall_seconds,
+            **{k: getattr(limits, k) for k in ("cpu_seconds", "memory_mb", "file_mb", "disk_mb", "processes", "open_files")},
         }
-        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(folder), "LANG": "C.UTF-8"}
+        work = str(folder / WORK)
+        env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": work, "TMPDIR": work, "LANG": "C.UTF-8"}
         started = time.monotonic()
-        with open(folder / "stdin.txt", "rb") as given, open(folder / ".out", "wb") as out, open(folder / ".err", "wb") as err:
+        with open(folder / ".out", "wb") as out, open(folder / ".err", "wb") as err:
             # no preexec_fn: the child is spawned (vfork), not forked, so a trainer of many GB starts it in
             # milliseconds; the harness makes the namespaces and limits itself
             proc = subprocess.Popen(
-                [sys.executable, "-I", "-S", "harness.py", "setup", json.dumps(settings)],
-                stdin=given,
+                [sys.executable, "-I", "-S", str(HARNESS), json.dumps(settings)],
+                stdin=subprocess.PIPE,
                 stdout=out,
                 stderr=err,
                 cwd=folder,
                 env=env,
-                pass_fds=(write_end,),
                 start_new_session=True,  # its own process group, killed as one
             )
-        os.close(write_end)
-        write_end = -1
-        reported = b""
-        status = None
-        deadline = started + limits.wall_seconds
-        while status is None:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                status = "timeout"
-                break
-            ready, _, _ = select.select([read_end], [], [], min(left, 0.05))
-            if ready:
-                chunk = os.read(read_end, 64)
-                if not chunk:  # every writer closed it: the program and all it started have ended
-                    break
-                reported += chunk
-        if status == "timeout":
-            _signal_group(proc.pid)
-        try:  # the harness ends just after the program's last writer closed the pipe
-            code = proc.wait(timeout=max(0.5, deadline - time.monotonic()))
+        # the tests go to the judge alone, through a pipe: never into the program's folder, argv or environment
+        threading.Thread(target=_feed, args=(proc.stdin, tests.encode("utf-8")), daemon=True).start()
+        try:  # the harness keeps the wall limit itself; this is for a harness that cannot
+            code = proc.wait(timeout=limits.wall_seconds + HARNESS_GRACE)
         except subprocess.TimeoutExpired:
-            status = "timeout"
             _signal_group(proc.pid)
             code = proc.wait()
-        _kill_group(proc.pid)  # whatever of its group is left, once the harness is reaped
+        _kill_group(proc.pid)  # whatever of its group is left
         seconds = time.monotonic() - started
-        if status is None:
-            if code == SETUP_FAILED and "sandbox setup failed" in _read(folder / ".err"):
-                status = "error"  # the machine refused a namespace or limit: the program did not run
-            elif reported.decode("ascii", "replace") == settings["token"] and code == 0:
-                status = "passed"
-            elif code < 0 or code > 128:  # a signal: the CPU or file-size limit, or the kernel out of memory
-                status = "killed"
-            else:
-                status = "failed"
-        return Result(status, _read(folder / ".out"), _read(folder / ".err"), seconds)
+        status = {PASSED: "passed", TIMEOUT: "timeout", SETUP_FAILED: "error"}.get(code)
+        if code < 0 and seconds >= limits.wall_seconds:
+            status = "timeout"
+        return Result(
+            status or ("killed" if code < 0 or code > 128 else "failed"), _read(folder / ".out"), _read(folder / ".err"), seconds
+        )
     finally:
-        os.close(read_end)
-        if write_end >= 0:
-            os.close(write_end)
         shutil.rmtree(folder, ignore_errors=True)

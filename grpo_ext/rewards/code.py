@@ -1,8 +1,8 @@
 """Code run against tests: the ``code_tests`` reward.
 
-A completion's program (its last fenced code block, else its whole text) runs against the row's test cases, one
-sandboxed process per case (``sandbox.py`` says what is limited and isolated on this machine), a bounded pool of
-them at a time. Test cases come from a data column, in one of two forms:
+A completion's program (``program_of``: its code blocks that define something, else its last block, else its whole
+text) runs against the row's test cases, one sandboxed process per case (``sandbox.py`` says what is limited and
+isolated on this machine), a bounded pool of them at a time. Test cases come from a data column, in one of two forms:
 
 - Python: a string of statements (each top-level ``assert`` is one case; the other statements, imports and
   helpers, run before every case), or a list of strings, each one case;
@@ -22,17 +22,35 @@ from grpo_ext.rewards.registry import column, completion_text, register
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
 
 
-def program_of(text: str) -> str:
-    """The last fenced code block of a completion (a ``python`` one before any other), else the whole text.
+def _defines(block: str) -> bool:
+    """Whether a block parses and defines something at its top level: a function, a class or an import."""
+    try:
+        body = ast.parse(block).body
+    except SyntaxError:
+        return False
+    kinds = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom)
+    return any(isinstance(node, kinds) for node in body)
 
-    >>> program_of("Here:\\n```python\\ndef f(x):\\n    return x + 1\\n```\\nDone.")
+
+def program_of(text: str, tests: bool = True) -> str:
+    """The program a completion means. Its ``python`` blocks (any fenced block when none is marked python), else its
+    whole text. Against Python tests, the blocks that define something (a function, a class, an import) joined in
+    order: a block that only runs code, the "example usage" or the asserts of its own that small models add, is
+    left out, so it can neither break nor hide a right answer. For stdin and stdout cases, and when no block
+    defines anything, the last block: the script that reads the input.
+
+    >>> program_of("Here:\\n```python\\ndef f(x):\\n    return x + 1\\n```\\nUse it:\\n```python\\nprint(f(2))\\n```")
     'def f(x):\\n    return x + 1\\n'
+    >>> program_of("```python\\nimport math\\n```\\n```python\\ndef r(x):\\n    return math.sqrt(x)\\n```")
+    'import math\\n\\ndef r(x):\\n    return math.sqrt(x)\\n'
     >>> program_of("def f(x): return x")
     'def f(x): return x'
     """
     blocks = _FENCE.findall(text)
     python = [body for lang, body in blocks if lang.lower() in ("python", "py", "python3")]
-    return (python or [body for _, body in blocks] or [text])[-1]
+    chosen = python or [body for _, body in blocks] or [text]
+    defining = [block for block in chosen if _defines(block)] if tests else []
+    return "\n".join(defining) if defining else chosen[-1]
 
 
 @dataclass(frozen=True)
@@ -103,7 +121,7 @@ class CodeTests:
     def __call__(self, completions, **kwargs) -> list[float | None]:
         rows = [cases_of(cell) for cell in column(kwargs, self.tests_column, "tests_column")]
         jobs = [
-            (i, program_of(completion_text(c)), case)
+            (i, program_of(completion_text(c), case.expected is None), case)
             for i, (c, cases) in enumerate(zip(completions, rows, strict=True))
             for case in cases or ()
         ]
@@ -132,6 +150,7 @@ def code_tests(
     memory_mb: int = 1024,
     file_mb: int = 10,
     processes: int = 64,
+    disk_mb: int = 64,
     workers: int = 2,
 ) -> CodeTests:
     """The share of its row's test cases that the completion's program passes, each case in a sandboxed process.
@@ -139,9 +158,10 @@ def code_tests(
     1.0 or 0.0 with ``all_or_nothing``; None for a row whose ``tests_column`` holds no tests this reward reads.
 
     Each case runs in its own sandboxed process: ``timeout`` wall seconds, ``cpu_seconds`` of CPU,
-    ``memory_mb`` of address space, files up to ``file_mb``, at most ``processes`` processes where the kernel
-    applies it; ``workers`` cases at a time. A row whose case the sandbox could not run scores None.
-    A program that exits before its tests ran has not passed them.
+    ``memory_mb`` of address space, files up to ``file_mb`` and ``disk_mb`` in all (where the kernel allows a
+    tmpfs), at most ``processes`` processes where the kernel applies it; ``workers`` cases at a time. A row whose
+    case the sandbox could not run scores None. A program that exits before its tests ran has not passed them; the
+    tests run in a process of their own, so nothing the program does can pass them but the right values.
     Defence in depth for code a model writes, not a boundary against an attacker (``grpo_ext/core/sandbox.py``).
 
     >>> reward = code_tests()
@@ -149,10 +169,17 @@ def code_tests(
     ...        tests=["assert add(1, 2) == 3\\nassert add(0, 0) == 0", "assert add(1, 2) == 3\\nassert add(0, 0) == 0"])
     [1.0, 0.5]
     """
-    for name, value in (("timeout", timeout), ("cpu_seconds", cpu_seconds), ("memory_mb", memory_mb), ("file_mb", file_mb)):
+    positive = (
+        ("timeout", timeout),
+        ("cpu_seconds", cpu_seconds),
+        ("memory_mb", memory_mb),
+        ("file_mb", file_mb),
+        ("disk_mb", disk_mb),
+    )
+    for name, value in positive:
         if value <= 0:
             raise ValueError(f"{name} must be positive, got {value}")
     if processes < 1 or workers < 1:
         raise ValueError(f"processes and workers must be at least 1, got {processes} and {workers}")
-    limits = sandbox.Limits(float(timeout), int(cpu_seconds), int(memory_mb), int(file_mb), int(processes))
+    limits = sandbox.Limits(float(timeout), int(cpu_seconds), int(memory_mb), int(file_mb), int(processes), disk_mb=int(disk_mb))
     return CodeTests(tests_column, bool(all_or_nothing), int(workers), limits)

@@ -3,6 +3,7 @@
 environment's methods, the same schema (keys in the same order), or a refusal of the same kind about the same
 argument."""
 
+import doctest
 import enum
 import json
 import re
@@ -19,7 +20,7 @@ from transformers.utils.chat_template_utils import (
     parse_google_format_docstring,
 )
 
-from grpo_ext.tools import environments, library
+from grpo_ext.tools import environments, library, schema
 from grpo_ext.tools.schema import Docstring, SchemaProblem, hint_schema, read_docstring, tool_schema
 
 
@@ -621,3 +622,8 @@ def test_any_hint_reads_as_transformers_reads_it(hint):
     except SchemaProblem:
         ours = "refused"
     assert json.dumps(ours) == json.dumps(theirs)
+
+
+def test_docstring_examples():
+    result = doctest.testmod(schema)
+    assert result.attempted > 0 and result.failed == 0

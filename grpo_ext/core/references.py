@@ -98,12 +98,12 @@ def import_reference(kind: Kind, name: str, base_dir: Path) -> object:
         sys.modules[module_name] = module
         try:
             spec.loader.exec_module(module)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # a sys.exit at its top level would end the command as a success
             raise LookupError(f"importing {kind.word} file {str(path)!r} failed: {type(exc).__name__}: {exc}") from exc
     else:
         try:
             module = importlib.import_module(target)
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             beside = resolve_path(target.replace(".", "/") + ".py", base_dir)
             hint = (
                 f"; {beside.name} is a file beside the recipe: name it {target.replace('.', '/')}.py:{attr}"
@@ -141,7 +141,7 @@ def find(kind: Kind, name: str, base_dir: Path) -> tuple[Callable, bool]:
         refuse_system(kind, name, eps[0].module)
         try:
             obj = eps[0].load()
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise LookupError(
                 f"entry point {name!r} of package {_package(eps[0])} ({eps[0].value}) failed to load: {type(exc).__name__}: {exc}"
             ) from exc

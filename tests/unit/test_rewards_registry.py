@@ -5,7 +5,7 @@ import pytest
 from grpo_ext import cli
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.rewards import build, known_names
-from tests.helpers import PLUGIN
+from tests.helpers import PLUGIN, minimal_recipe, run_cli, write
 
 
 def test_entry_point_is_found_by_name(installed, tmp_path):
@@ -140,3 +140,20 @@ def test_cli_rewards(argv, expected, capsys):
 def test_cli_rewards_errors(argv, expected, capsys):
     assert cli.main(argv) == 2
     assert expected in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        # a file whose top level calls sys.exit(0): validate (and train) ended with exit 0, saying nothing
+        ("./exits_on_import.py:fn", "importing reward file '{tmp}/exits_on_import.py' failed: SystemExit: 0"),
+        # the same file imported as a module
+        ("exits_on_import:fn", "importing module 'exits_on_import' failed: SystemExit: 0"),
+    ],
+)
+def test_a_reward_file_that_exits_on_import_is_an_error(name, expected, tmp_path, monkeypatch, capsys):
+    (tmp_path / "exits_on_import.py").write_text("import sys\nsys.exit(0)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    recipe = write(tmp_path / "recipe.yaml", minimal_recipe() | {"rewards": [name]})
+    assert run_cli(["validate", str(recipe)]) == 2
+    assert f"{recipe}: rewards[0].name: {expected.format(tmp=tmp_path)}\n" in capsys.readouterr().err

@@ -2,7 +2,8 @@
 
 A reward that raises stops the run with one line naming the reward, the sample and the start of its
 completion; with ``on_error: skip`` that sample scores ``None`` instead (TRL leaves it out of the group's
-baseline) and the count is logged per step as ``reward_errors/NAME``. A wrong number of scores, NaN,
+baseline) and the count is logged per step as ``reward_errors/NAME``. Every None a reward gives, for an error or
+of its own (a sample it cannot judge), is counted per step as ``reward_none/NAME``. A wrong number of scores, NaN,
 infinity or a non-number always stops the run, and so does a reward that raises SystemExit or
 KeyboardInterrupt (a ``sys.exit`` in it would otherwise end training as if it had succeeded) or calls
 ``os._exit``. ``os._exit`` ends a process at once, past every ``except`` and ``finally``, so for the length of a
@@ -208,11 +209,12 @@ class Guarded:
         self.accepts = compat.reward_params(fn)
         self.columns = compat.reward_columns(fn)  # dataset columns it needs, checked before any model loads
         self.skipped = 0  # samples scored None after an error, since the last metrics line
+        self.unscored = 0  # samples scored None, those after an error included, since the last metrics line
         self.seconds = 0.0  # wall time spent scoring, since the last metrics line
         self.warned = False
 
     def __getstate__(self):
-        fresh = {"skipped": 0, "seconds": 0.0, "warned": False}
+        fresh = {"skipped": 0, "unscored": 0, "seconds": 0.0, "warned": False}
         return {k: v for k, v in self.__dict__.items() if k not in fresh} | fresh
 
     def __call__(self, completions, **kwargs) -> list[float | None]:
@@ -240,6 +242,7 @@ class Guarded:
         out = []
         for i, s in enumerate(scores):
             if s is None:
+                self.unscored += 1
                 out.append(None)
                 continue
             if isinstance(s, bool) or not isinstance(s, numbers.Real) or not math.isfinite(s):
@@ -350,8 +353,9 @@ def missing_columns(funcs: list, columns: list[str], rows: str) -> list[str]:
 
 def reward_meter(funcs: list):
     """A TrainerCallback that adds to each training log, per reward, ``reward_seconds/NAME`` (wall time spent
-    scoring since the last line, for the cost of a reward next to the step's) and, for rewards that skip errors,
-    ``reward_errors/NAME`` (samples scored None since the last line)."""
+    scoring since the last line, for the cost of a reward next to the step's), ``reward_none/NAME`` (samples it
+    scored None since the last line: not judged, left out of their group) and, for rewards that skip errors,
+    ``reward_errors/NAME`` (those of them scored None after an error)."""
     from transformers import TrainerCallback
 
     guarded = [f for f in funcs if isinstance(f, Guarded)]
@@ -359,15 +363,16 @@ def reward_meter(funcs: list):
     class _Meter(TrainerCallback):
         def on_train_begin(self, args, state, control, **kwargs):
             for f in guarded:  # what the pre-flight and the eval before cost is not the first step's
-                f.skipped, f.seconds = 0, 0.0
+                f.skipped, f.unscored, f.seconds = 0, 0, 0.0
 
         def on_log(self, args, state, control, logs=None, **kwargs):
             if logs is None or "reward" not in logs:
                 return
             for f in guarded:
                 logs[f"reward_seconds/{f.__name__}"] = round(f.seconds, 3)
+                logs[f"reward_none/{f.__name__}"] = f.unscored
                 if f.on_error == "skip":
                     logs[f"reward_errors/{f.__name__}"] = f.skipped
-                f.skipped, f.seconds = 0, 0.0
+                f.skipped, f.unscored, f.seconds = 0, 0, 0.0
 
     return _Meter()

@@ -17,10 +17,16 @@ def _num(value):
 
 
 def step_stats(record: dict, each_reward: bool = True) -> str:
-    """``reward 0.812  digit_exact 0.750  kl 0.0012  len 2.1`` for one metrics record."""
+    """``reward 0.812  digit_exact 0.750  kl 0.0012  len 2.1`` for one metrics record; a reward that scored samples
+    None (not judged) says how many: ``math_accuracy 0.750 (2 None)``."""
     parts = [f"reward {fmt(record.get('reward'))}"]  # a reward that scored no sample of the step logs None
     if each_reward:
-        parts += [f"{k.split('/')[1]} {fmt(v)}" for k, v in record.items() if k.startswith("rewards/") and k.endswith("/mean")]
+        for key, value in record.items():
+            if key.startswith("rewards/") and key.endswith("/mean"):
+                name = key.split("/")[1]
+                unscored = record.get(f"reward_none/{name}")
+                unscored = f" ({unscored:g} None)" if isinstance(unscored, (int, float)) and unscored > 0 else ""
+                parts.append(f"{name} {fmt(value)}{unscored}")
     if isinstance(record.get("kl"), float):
         parts.append(f"kl {record['kl']:.4f}")
     if isinstance(record.get("completions/mean_length"), float):

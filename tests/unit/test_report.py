@@ -292,6 +292,23 @@ def test_report_when_the_last_step_scored_nothing(tmp_path):
     assert "- **Reward during training:** 0.500 at the first step, - at the last" in text
 
 
+@pytest.mark.parametrize(
+    "record,line",
+    [
+        # a metrics record (reward_none/NAME from the reward meter), the progress line
+        ({"reward": 0.5, "rewards/math_accuracy/mean": 0.75, "reward_none/math_accuracy": 2}, "math_accuracy 0.750 (2 None)"),
+        (
+            {"reward": 0.5, "rewards/math_accuracy/mean": 0.75, "reward_none/math_accuracy": 0},
+            "math_accuracy 0.750",
+        ),  # all judged
+        ({"reward": None, "rewards/judge/mean": None, "reward_none/judge": 8}, "judge - (8 None)"),  # none judged
+        ({"reward": 0.5, "rewards/digit_exact/mean": 0.5}, "digit_exact 0.500"),  # a log from before the count
+    ],
+)
+def test_progress_line_counts_samples_not_judged(record, line):
+    assert progress.step_stats(record).split("  ", 1)[1] == line
+
+
 def test_progress_line_says_the_share_of_rows_left_out():
     assert progress.step_stats({"reward": 0.5, "skipped_rows": 0.75}, each_reward=False) == "reward 0.500  skipped 75%"
     assert progress.step_stats({"reward": 0.5, "skipped_rows": 0.0}, each_reward=False) == "reward 0.500"  # nothing left out

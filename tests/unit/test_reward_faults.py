@@ -93,6 +93,23 @@ def test_skip_scores_none_and_counts(capsys):
     ]
 
 
+def test_every_none_is_counted_per_logged_step():
+    """reward_none/NAME counts each sample scored None, the reward's own (nothing to judge) and an error's alike;
+    reward_errors/NAME only the errors'. Both start again after each line."""
+    from grpo_ext.rewards.guard import reward_meter
+
+    def picky(completions, **kwargs):
+        return [None if c == "3" else s for c, s in zip(completions, raises_on_boom(completions), strict=True)]
+
+    guarded = Guarded(picky, "picky", on_error="skip", timeout=5)
+    meter = reward_meter([guarded])
+    logs = [{"reward": 0.5}, {"reward": 0.5}]
+    assert guarded(completions=COMPLETIONS) == [1.0, 1.0, None, None]  # "3" its own None, "boom" an error's
+    meter.on_log(None, None, None, logs=logs[0])
+    meter.on_log(None, None, None, logs=logs[1])
+    assert [(log["reward_none/picky"], log["reward_errors/picky"]) for log in logs] == [(2, 1), (0, 0)]
+
+
 def test_skip_does_not_hide_bad_scores():
     guarded = Guarded(lambda completions, **kw: [float("nan")] * len(completions), "r", on_error="skip")
     with pytest.raises(RunError, match="gave nan for sample 0"):

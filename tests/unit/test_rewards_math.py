@@ -125,6 +125,18 @@ def test_adversarial_costs_no_more_than_the_cpu_limit(completion, answer, score)
     assert work < 2 * reference, f"{work:.2f} s against {reference:.2f} s"
 
 
+def test_an_answer_that_runs_out_of_time_is_counted_not_judged():
+    """Under the guard training runs rewards in, a check cut off at its CPU limit is one sample scored None, counted
+    in the step's reward_none/math_accuracy; the right answer beside it still scores 1.0."""
+    from grpo_ext.rewards.guard import Guarded, reward_meter
+
+    guarded = Guarded(math_accuracy(time_limit=0.5), "math_accuracy", timeout=60)
+    scores = guarded(completions=["\\boxed{10^{100000000}+1}", "\\boxed{x^2+1}"], answer=["5", "1+x^2"])
+    logs = {"reward": 1.0}
+    reward_meter([guarded]).on_log(None, None, None, logs=logs)
+    assert (scores, logs["reward_none/math_accuracy"]) == ([None, 1.0], 1)
+
+
 def test_overrunning_check_is_not_judged_and_the_next_one_works():
     """A check that would run for minutes is killed at its CPU limit and scores None (not judged, not wrong); the
     pool keeps answering after it."""

@@ -5,11 +5,15 @@ it is) that makes it answer "7": the grade, 7 on the scale 0 to 10, is then know
 can be checked. The server is started for real and killed for real in the middle of a run.
 """
 
+import atexit
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
@@ -31,32 +35,76 @@ def free_port() -> int:
 
 
 class Server:
-    def __init__(self, model: Path):
+    """``transformers serve`` with ``model`` on a free port (or ``command``, run as it is, in its place), in a process
+    group of its own: stopped with everything it started when it does not start within ``start_seconds``, when the
+    test stops it, and at the latest when the test process exits."""
+
+    def __init__(self, model: Path, command: list[str] | None = None, start_seconds: float = 120):
         self.port = free_port()
         self.model = str(model)
         env = {**os.environ, "HF_HUB_OFFLINE": "1"}
-        command = [str(Path(sys.executable).with_name("transformers")), "serve", "--port", str(self.port), str(model)]
-        self.proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-        deadline = time.monotonic() + 120
+        command = command or [str(Path(sys.executable).with_name("transformers")), "serve", "--port", str(self.port), self.model]
+        self.log = tempfile.TemporaryFile("w+")  # a file, not a pipe: a server that logs every request never blocks on it
+        self.proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=self.log, start_new_session=True)
+        atexit.register(self.stop)
+        try:
+            self.wait_until_ready(start_seconds)
+        except BaseException:
+            self.stop()
+            raise
+
+    def wait_until_ready(self, start_seconds: float) -> None:
+        deadline = time.monotonic() + start_seconds
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
-                raise RuntimeError(f"transformers serve exited: {self.proc.stderr.read()[-2000:]}")
+                self.log.seek(0)
+                raise RuntimeError(f"transformers serve exited: {self.log.read()[-2000:]}")
             try:
                 with urllib.request.urlopen(f"http://localhost:{self.port}/health", timeout=2):
                     return
             except OSError:
                 time.sleep(0.5)
-        raise RuntimeError("transformers serve did not start within 120 s")
+        raise RuntimeError(f"transformers serve did not start within {start_seconds:g} s")
 
     @property
     def url(self) -> str:
         return f"http://localhost:{self.port}/v1"
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc.stderr.close()
+        atexit.unregister(self.stop)
+        if self.log.closed:  # stopped already: its group is gone, and its number may be another's by now
+            return
+        with contextlib.suppress(ProcessLookupError):  # the whole group: a server's workers as well as the server
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self.proc.wait()
+        self.log.close()
+
+
+def ended(pid: int) -> bool:
+    """Whether process ``pid`` has ended: gone, or a zombie that its parent has not reaped yet."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0] == "Z"
+    except FileNotFoundError:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("then", "error"),
+    [
+        ("wait", "did not start within 1 s"),  # never answers /health: stopped when its time is up
+        ("exit 3", "transformers serve exited"),  # exits at once, leaving a child of its own behind
+    ],
+)
+def test_a_server_that_does_not_start_is_stopped_with_what_it_started(then, error, tmp_path):
+    pids = tmp_path / "pids"
+    command = ["sh", "-c", f"sleep 600 & echo $$ $! > {pids}; {then}"]
+    with pytest.raises(RuntimeError, match=error):
+        Server(tmp_path, command=command, start_seconds=1)
+    started = [int(pid) for pid in pids.read_text().split()]
+    deadline = time.monotonic() + 10  # a kill takes effect in milliseconds; the bound only keeps a failure short
+    while not all(map(ended, started)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(started) == 2 and all(map(ended, started)), [(pid, ended(pid)) for pid in started]
 
 
 @pytest.fixture(scope="module")

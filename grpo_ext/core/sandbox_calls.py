@@ -203,7 +203,7 @@ def exception_of(message: list) -> BaseException:
     names, text = message[1], str(message[2])
     for name in names:
         kind = getattr(builtins, str(name), None)
-        if isinstance(kind, type) and issubclass(kind, Exception):
+        if isinstance(kind, type) and issubclass(kind, Exception) and kind is not Exception:
             try:
                 return kind(text)
             except Exception:  # an exception class whose constructor wants other arguments

@@ -3,7 +3,6 @@
 import contextlib
 import doctest
 import io
-import time
 
 import pytest
 import yaml
@@ -13,7 +12,7 @@ from grpo_ext.recipe import validate
 from grpo_ext.run import gpu_share, memory
 from grpo_ext.run.gpu_share import GIB, Launch
 from grpo_ext.settings import shapes
-from tests.helpers import ROOT, TIMED
+from tests.helpers import ROOT, TIMED, best_beside
 
 PUBLISHED_PARAMS = [
     # (table entry, parameters as its model card or hub page states them, decimals of that figure, in billions)
@@ -120,12 +119,13 @@ def test_each_family_plans_offline_fast(timed, name, mode, offline, digit_doc, w
     digit_doc["model"]["name"] = name
     digit_doc["explore"]["end_boost"] = None  # the digit recipe's end boost is a setting of transformers' sampling, not vLLM's
     path = write_recipe(digit_doc)
-    start = time.perf_counter()
-    assert cli.main(["plan", str(path), *overrides, "--gpu-memory", "80GiB", *flags]) == 0
-    if timed:
-        assert time.perf_counter() - start < 3
+    plan = ["plan", str(path), *overrides, "--gpu-memory", "80GiB", *flags]
+    assert cli.main(plan) == 0
     out = capsys.readouterr().out
     assert row in out and "fits in 80.00 GiB" in out
+    if timed:  # the table answers at once: a plan costs a few validations of its recipe (3 on 2 idle cores), no hub wait
+        work, reference = best_beside(lambda: cli.main(plan), lambda: cli.main(["validate", str(path), *overrides]))
+        assert work < 10 * reference, f"plan {work:.3f} s, validate {reference:.3f} s"
 
 
 def test_hub_model_outside_the_table_names_it(offline, digit_doc, write_recipe, capsys):

@@ -10,7 +10,6 @@ import pytest
 
 from grpo_ext.core.errors import RunError
 from grpo_ext.rewards.guard import Guarded
-from tests.helpers import TIMED
 
 COMPLETIONS = ["7", "seven is my answer, final", "3", "boom goes the reward"]
 
@@ -131,23 +130,29 @@ def test_per_sample_retry_slices_columns():
     assert seen[1:] == [(["1"], "S"), (["x"], "S")]
 
 
-@pytest.mark.parametrize("timed", TIMED)
-def test_time_limit_works_off_the_main_thread(timed):
-    result = {}
+def test_time_limit_works_off_the_main_thread():
+    """Liveness, not speed: the call, made from a thread that is not the main one, fails at its 0.3 s limit while the
+    reward still sleeps out its 30 s; no bound in seconds, so a busy machine cannot fail it."""
+    result, woke = {}, threading.Event()
+
+    def hangs_then_wakes(completions, **kwargs):
+        time.sleep(30)
+        woke.set()
 
     def call():
         try:
-            Guarded(hangs, "r", timeout=0.3)(completions=["a"])
+            Guarded(hangs_then_wakes, "r", timeout=0.3)(completions=["a"])
         except RunError as exc:
             result["error"] = str(exc)
+            result["reward_woke"] = woke.is_set()
 
-    t0 = time.monotonic()
     worker = threading.Thread(target=call)
     worker.start()
-    worker.join(10)
-    assert "did not return within 0.3 s" in result["error"]
-    if timed:
-        assert time.monotonic() - t0 < 5
+    worker.join(30)
+    assert result == {
+        "error": "reward 'r' did not return within 0.3 s on a batch of 1 completions; make it faster or raise rewards[i].timeout",
+        "reward_woke": False,
+    }
 
 
 def test_limit_none_calls_directly():

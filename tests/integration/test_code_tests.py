@@ -13,6 +13,7 @@ import pytest
 from grpo_ext import cli
 from grpo_ext.core import sandbox
 from grpo_ext.rewards import code
+from tests.helpers import best_beside
 
 FULL = ("net", "pid", "mount", "user")
 ISOLATED = sandbox.isolation() == FULL
@@ -29,35 +30,40 @@ LIMITS = dict(timeout=3.0, cpu_seconds=2, memory_mb=512, file_mb=10, processes=3
 TESTS = "def check(n):\n    return n\nassert add(1, 2) == 3\nassert add(2, 2) == 4\nassert add(0, 0) == 0"
 OUTSIDE = Path("/work") if Path("/work").is_dir() else Path.home()  # a folder outside every sandbox's own
 
-# (what the model wrote, the score, the seconds it may take at most)
+# (what the model wrote, the score, how many of its cases may run to the wall timeout, 3 s, before they are stopped)
 CASES = [
-    ("def add(a, b):\n    return a + b", 1.0, 2),  # right
-    ("def add(a, b):\n    return a * b", 2 / 3, 2),  # wrong, but right for 2 + 2 and 0 + 0
-    ("def add(a, b) return a + b", 0.0, 2),  # a syntax error
-    ("def add(a, b):\n    while True:\n        pass", 0.0, 3 * 2 + 3),  # an infinite loop: the CPU limit, per case
-    ("import os\nwhile True:\n    os.fork()\ndef add(a, b):\n    return a + b", 0.0, 3 * 3 + 6),  # a fork bomb
-    ("x = bytearray(4 << 30)\ndef add(a, b):\n    return a + b", 0.0, 2),  # a memory hog, past memory_mb
-    ("open('big', 'wb').write(b'x' * (100 << 20))\ndef add(a, b):\n    return a + b", 0.0, 5),  # a 100 MB write
-    ("import sys\ndef add(a, b):\n    return a + b\nsys.exit(0)", 0.0, 2),  # exits 0 before its tests run
-    ("import os\nos._exit(0)", 0.0, 2),  # leaves at once, status 0
-    ("def add(a, b):\n    return a + b\nimport time\ntime.sleep(60)", 0.0, 3 * 3 + 6),  # past the wall timeout
+    ("def add(a, b):\n    return a + b", 1.0, 0),  # right
+    ("def add(a, b):\n    return a * b", 2 / 3, 0),  # wrong, but right for 2 + 2 and 0 + 0
+    ("def add(a, b) return a + b", 0.0, 0),  # a syntax error
+    ("def add(a, b):\n    while True:\n        pass", 0.0, 3),  # an infinite loop: the CPU limit (2 s), or the wall one
+    ("import os\nwhile True:\n    os.fork()\ndef add(a, b):\n    return a + b", 0.0, 3),  # a fork bomb
+    ("x = bytearray(4 << 30)\ndef add(a, b):\n    return a + b", 0.0, 0),  # a memory hog, past memory_mb
+    ("open('big', 'wb').write(b'x' * (100 << 20))\ndef add(a, b):\n    return a + b", 0.0, 0),  # a 100 MB write
+    ("import sys\ndef add(a, b):\n    return a + b\nsys.exit(0)", 0.0, 0),  # exits 0 before its tests run
+    ("import os\nos._exit(0)", 0.0, 0),  # leaves at once, status 0
+    ("def add(a, b):\n    return a + b\nimport time\ntime.sleep(60)", 0.0, 3),  # past the wall timeout
 ]
 
 
-@pytest.mark.parametrize("program,score,seconds", CASES)
-def test_each_program_gets_its_score(program, score, seconds):
+@pytest.mark.parametrize("program,score,timeouts", CASES)
+def test_each_program_gets_its_score(program, score, timeouts):
     (got,) = code.code_tests(workers=2, **LIMITS)([f"```python\n{program}\n```"], tests=[TESTS])
     assert got == pytest.approx(score)
 
 
 @pytest.mark.timing
-@pytest.mark.parametrize("program,score,seconds", CASES)
-def test_each_program_ends_within_its_limits(program, score, seconds):
-    """Three cases, two workers: each case ends by its CPU or wall limit (a kill included), plus the start of
-    its processes."""
-    t0 = time.monotonic()
-    code.code_tests(workers=2, **LIMITS)([f"```python\n{program}\n```"], tests=[TESTS])
-    assert time.monotonic() - t0 < seconds + 5
+@pytest.mark.parametrize("program,score,timeouts", CASES)
+def test_each_program_ends_within_its_limits(program, score, timeouts):
+    """Three cases, two workers: each case ends by its CPU or wall limit (a kill included). Measured beside the right
+    program run the same way (the start of the same processes, which a busy machine slows alike): at most five times
+    that, plus, for each case that runs into the wall timeout, twice the timeout (the limit and the harness's grace
+    to end it), a wall-clock time that load does not stretch."""
+    reward = code.code_tests(workers=2, **LIMITS)
+    work, reference = best_beside(
+        lambda: reward([f"```python\n{program}\n```"], tests=[TESTS]),
+        lambda: reward([f"```python\n{CASES[0][0]}\n```"], tests=[TESTS]),
+    )
+    assert work < 5 * reference + timeouts * 2 * LIMITS["timeout"], f"{work:.2f} s against {reference:.2f} s"
 
 
 # (program, what must hold after it ran) for what the sandbox isolates where the kernel lets it

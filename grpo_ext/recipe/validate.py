@@ -206,8 +206,9 @@ TRAIN_SOURCES = ("prompts", "file", "source", "hub")
 EVAL_SOURCES = ("eval_prompts", "eval_file", "eval_split")  # and rows held out of the training rows
 
 
-def _check_sources(d: dict, given: dict, eval_enabled: bool, base_dir: Path) -> list[str]:
-    """Exactly one source of training rows and at most one of eval rows, each usable."""
+def _check_sources(d: dict, given: dict, eval_enabled: bool, base_dir: Path, needs_eval: bool = True) -> list[str]:
+    """Exactly one source of training rows and at most one of eval rows, each usable; with ``needs_eval`` (not a
+    mixture's source, whose eval rows may come from the whole mixture's or another source's), eval rows too."""
     problems = []
     _check_prompts(d.get("prompts"), "data.prompts", problems)
     _check_prompts(d.get("eval_prompts"), "data.eval_prompts", problems, mappings=True)
@@ -257,7 +258,7 @@ def _check_sources(d: dict, given: dict, eval_enabled: bool, base_dir: Path) -> 
             problems.append(
                 "data.eval_split: names a split of data.hub or of a saved DatasetDict in data.file; for a file use eval_file"
             )
-    if eval_enabled and not (eval_sources or holds_out or d.get("source") is not None):
+    if eval_enabled and needs_eval and not (eval_sources or holds_out or d.get("source") is not None):
         problems.append(
             "data.eval_prompts: missing; give eval_prompts, eval_file, eval_split or eval_fraction, or set eval.enabled: false"
         )
@@ -305,7 +306,9 @@ def _check_hold_out(d: dict, value, base_dir: Path) -> list[str]:
     ]
 
 
-def _check_data(d: dict, given: dict, eval_enabled: bool, base_dir: Path, problems: list[str]) -> dict[str, tuple]:
+def _check_data(
+    d: dict, given: dict, eval_enabled: bool, base_dir: Path, problems: list[str], needs_eval: bool = True
+) -> dict[str, tuple]:
     """The data section's sources (see _check_sources), then the columns each source's rows reach the rewards
     with: {"training": (columns, "the training rows (source named)"), "eval": (...)}; columns are None where only
     loading tells (hub). A mixture's sources are each checked so (_check_mixture)."""
@@ -313,7 +316,7 @@ def _check_data(d: dict, given: dict, eval_enabled: bool, base_dir: Path, proble
         return {}
     if d.get("mixture") is not None:
         return _check_mixture(d, given, eval_enabled, base_dir, problems)
-    found = _check_sources(d, given, eval_enabled, base_dir)
+    found = _check_sources(d, given, eval_enabled, base_dir, needs_eval)
     if d.get("size") is not None:
         found.append("data.size: sizes a mixture of sources (data.mixture); leave it out for one source")
     problems.extend(found)
@@ -365,11 +368,12 @@ def _check_mixture(d: dict, given: dict, eval_enabled: bool, base_dir: Path, pro
     found = [
         f"data.{key}: names one source, beside data.mixture; move it into the sources of the mixture"
         for key, spec in SCHEMA["data"].items()
-        if key not in mixture.SHARED_KEYS and key in given and given[key] != spec.default
+        if key not in (*mixture.SHARED_KEYS, *mixture.HELD_KEYS) and key in given and given[key] != spec.default
     ]
+    columns = _check_held(d, eval_enabled, base_dir, found)
     if not d["mixture"]:
         found.append("data.mixture: is empty; give at least one source, e.g. [{file: train.jsonl, weight: 1}]")
-    sources, columns = [], {}
+    sources = []
     for i, entry in enumerate(d["mixture"]):
         if not isinstance(entry, dict):
             found.append(f"data.mixture[{i}]: a source is a data: mapping with weight or rows, e.g. {{source: arith, weight: 1}}")
@@ -381,7 +385,7 @@ def _check_mixture(d: dict, given: dict, eval_enabled: bool, base_dir: Path, pro
         sources.append(_check_section(entry, MIXTURE_SOURCE, f"data.mixture[{i}]", found))
         own: list[str] = []
         alone = {key: value for key, value in entry.items() if key not in mixture.OWN_KEYS}
-        checked = _check_data(mixture.config(d, sources[i]), alone, eval_enabled, base_dir, own)
+        checked = _check_data(mixture.config(d, sources[i]), alone, eval_enabled, base_dir, own, needs_eval=False)
         found += [mixture.within(problem, i) for problem in own]
         for stage, (cols, rows) in checked.items():
             if cols is not None and mixture.COLUMN in cols:
@@ -391,9 +395,71 @@ def _check_mixture(d: dict, given: dict, eval_enabled: bool, base_dir: Path, pro
                 )
             columns[f"{stage} {i}"] = (None if cols is None else [*cols, mixture.COLUMN], mixture.within(rows, i))
     found += mixture.check(sources, d.get("size"))
+    held = mixture.held(d)
+    if eval_enabled and held is None and sources and not any(mixture.has_own_eval(s) for s in sources):
+        found.append(
+            "data.eval_prompts: missing; give eval_prompts or eval_file beside data.mixture (for the whole mixture) or in "
+            "a source, or set eval.enabled: false"
+        )
+    for i, entry in enumerate(sources):
+        if held is not None and entry and mixture.label(entry) == held[0]:
+            found.append(
+                f"data.mixture[{i}]: has the name {held[0]!r}, which names the rows of {_held_key(d)}; give the "
+                "source its own name: key"
+            )
     problems.extend(found)
     d["mixture"] = sources
     return {} if found else columns
+
+
+def _held_key(d: dict) -> str:
+    return "data.eval_prompts" if d.get("eval_prompts") is not None else "data.eval_file"
+
+
+def _check_held(d: dict, eval_enabled: bool, base_dir: Path, found: list[str]) -> dict[str, tuple]:
+    """The held-out set of a whole mixture (data.eval_prompts or data.eval_file beside data.mixture, eval_size the
+    first rows of the file): one of them, usable, without a ``source`` column (the mixture fills it with the set's
+    name). Returns the columns its rows reach the rewards with, as _check_data does."""
+    if d.get("eval_prompts") is not None and d.get("eval_file") is not None:
+        found.append(
+            "data: eval_prompts and eval_file are both given beside data.mixture; keep one held-out set for the whole mixture"
+        )
+        return {}
+    if d.get("eval_size") is not None and d.get("eval_file") is None:
+        found.append(
+            "data.eval_size: beside data.mixture it takes the first rows of data.eval_file, which is not given; to hold "
+            "rows out of a source's training rows, set eval_size in that source"
+        )
+    held = mixture.held(d)
+    if held is None:
+        return {}
+    before = len(found)
+    _check_prompts(d.get("eval_prompts"), "data.eval_prompts", found, mappings=True)
+    cols: list[str] | None = None
+    if d.get("eval_prompts"):
+        first = d["eval_prompts"][0]
+        cols = list(first) if isinstance(first, dict) else ["prompt"]
+    elif d.get("eval_file") is not None:
+        path = resolve_path(d["eval_file"], base_dir)
+        problem = datafiles.check_path(path, "data.eval_file")
+        try:
+            if problem:
+                raise RecipeError(problem)
+            path = datafiles.split_path(path, None, "data.eval_file")
+            cols = datafiles.columns(path, "data.eval_file")
+            datafiles.prompt_rule(cols, d, held[1])
+            cols = _renamed_columns(cols, d)
+        except RecipeError as exc:
+            found.extend(exc.problems)
+    if len(found) > before or cols is None:
+        return {}
+    if mixture.COLUMN in cols:
+        found.append(
+            f"{_held_key(d)}: its rows have a column {mixture.COLUMN!r}, which a mixture fills with each row's "
+            "source name; rename that column"
+        )
+        return {}
+    return {"eval whole": ([*cols, mixture.COLUMN], f"the eval rows ({held[1]})")} if eval_enabled else {}
 
 
 def _renamed_columns(cols: list[str], d: dict) -> list[str]:

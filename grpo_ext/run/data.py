@@ -10,7 +10,9 @@ tool calls among them) after it.
 
 A mixture (``data.mixture``) loads each source as a recipe of that source alone would, draws its training rows as
 ``settings.mixture`` plans them and shuffles them together; each row names its source in a ``source`` column
-and is formatted with its own source's system prompt, so that every source's prompts end in the same form.
+and is formatted with its own source's system prompt, so that every source's prompts end in the same form. Its
+eval rows are the whole mixture's held-out set (``eval_prompts`` or ``eval_file`` beside the mixture, formatted
+with the mixture's system prompt) and each source's own.
 
 Files stay in Arrow (``datasets``, memory-mapped), so a large file is not held twice in memory.
 """
@@ -65,7 +67,7 @@ def check_files(data_cfg: dict, base_dir: Path) -> None:
                 check_files(mixture.config(data_cfg, entry), base_dir)
             except RecipeError as exc:
                 raise RecipeError([mixture.within(problem, i) for problem in exc.problems]) from None
-        return
+        # and below, the whole mixture's eval_file (a mixture's data section has no file or eval_split of its own)
     splits = [("file", data_cfg["hub_split"]), ("eval_file", None)]
     if data_cfg.get("eval_split"):
         splits.append(("file", data_cfg["eval_split"]))
@@ -156,7 +158,7 @@ def _check_columns(reward_funcs: list, columns: list[str], rows: str) -> None:
 def has_eval(d: dict) -> bool:
     """Whether the recipe names held-out rows (a source of eval rows, or rows held out of training)."""
     if is_mixture(d):
-        return any(has_eval(mixture.config(d, entry)) for entry in d["mixture"])
+        return mixture.held(d) is not None or any(has_eval(mixture.config(d, entry)) for entry in d["mixture"])
     return datafiles.holds_out(d) or any(d.get(k) is not None for k in ("eval_prompts", "eval_file", "eval_split", "source"))
 
 
@@ -220,9 +222,15 @@ def _mixture(d: dict, base_dir: Path, seed: int, reward_funcs: list, eval_enable
         rows = [row for source, row in picks if source == i]
         taken[i] = iter(part.train.select(rows).to_list() if rows else [])
     train = [{**next(taken[source]), mixture.COLUMN: names[source]} for source, _ in picks]
-    held = [{**row, mixture.COLUMN: name} for name, part in zip(names, parts, strict=True) for row in part.eval]
+    whole, shown = mixture.held(d), None
+    held = []
+    if whole is not None and eval_enabled:  # the whole mixture's held-out set, named by its key in the source column
+        held = [{**row, mixture.COLUMN: whole[0]} for row in _eval(d, base_dir, reward_funcs)]
+        shown = (whole[1], len(held))
+    held += [{**row, mixture.COLUMN: name} for name, part in zip(names, parts, strict=True) for row in part.eval]
     evals = [len(part.eval) for part in parts] if eval_enabled else None
-    notes = [f"data: {mixture.describe(names, counts, evals)}", *mixture.shortfalls(names, entries, counts, available)]
+    line = mixture.describe(names, counts, evals, whole=shown)
+    notes = [f"data: {line}", *mixture.shortfalls(names, entries, counts, available)]
     return Rows(train, held, notes + mixture.one_kind(train + held))
 
 
@@ -237,8 +245,19 @@ def mixture_plan(d: dict, base_dir: Path, eval_enabled: bool) -> list[str]:
         available.append(have)
         evals.append(held)
     counts = mixture.plan(entries, available, d["size"])
-    line = mixture.describe(names, counts, evals if eval_enabled else None, [entry["weight"] for entry in entries])
+    whole = mixture.held(d)
+    shown = None
+    if whole is not None and eval_enabled:
+        shown = (whole[1], len(d["eval_prompts"]) if d["eval_prompts"] is not None else _first_count(d, base_dir))
+    weights = [entry["weight"] for entry in entries]
+    line = mixture.describe(names, counts, evals if eval_enabled else None, weights, whole=shown)
     return [line, *mixture.shortfalls(names, entries, counts, available)]
+
+
+def _first_count(d: dict, base_dir: Path) -> int:
+    """The rows of ``eval_file`` an eval scores: all of them, or its first ``eval_size``."""
+    rows = _count(d, base_dir, "eval_file", None)
+    return rows if d["eval_size"] is None else min(rows, d["eval_size"])
 
 
 def _count(d: dict, base_dir: Path, key: str, split: str | None) -> int:
@@ -246,7 +265,7 @@ def _count(d: dict, base_dir: Path, key: str, split: str | None) -> int:
 
 
 def _counted(d: dict, base_dir: Path, eval_enabled: bool) -> tuple[int | None, int | None]:
-    """(training rows one source gives, its eval rows); None where only loading tells (the hub)."""
+    """(training rows one source gives, its eval rows, 0 without any); None where only loading tells (the hub)."""
     if d.get("file"):
         rows = _count(d, base_dir, "file", d["hub_split"])
     elif d.get("source"):
@@ -268,8 +287,10 @@ def _counted(d: dict, base_dir: Path, eval_enabled: bool) -> tuple[int | None, i
         held = d["eval_size"]
     elif d.get("source"):
         held = len(generators.generated(d)[1])
-    else:
+    elif d.get("eval_split"):  # a hub split, all of it: counted when fetched
         return rows, None
+    else:  # no eval rows of its own: a mixture's source beside the whole mixture's held-out set or others' own
+        return rows, 0
     return rows, held if d["eval_size"] is None or d.get("eval_prompts") is not None else min(held, d["eval_size"])
 
 
@@ -294,7 +315,8 @@ def formatted(rows: list[dict], data_cfg: dict, chat: bool) -> list[dict]:
     if not is_mixture(data_cfg):
         turns = examples.messages(data_cfg["examples"])
         return [{**r, "prompt": format_prompt(r["prompt"], data_cfg["system_prompt"], chat, turns)} for r in rows]
-    heads = {}
+    whole = mixture.held(data_cfg)  # the whole mixture's held-out rows: the mixture's own system prompt and examples
+    heads = {whole[0]: (data_cfg["system_prompt"], examples.messages(data_cfg["examples"]))} if whole else {}
     for e in data_cfg["mixture"]:
         own = mixture.config(data_cfg, e)
         heads[mixture.label(e)] = (own["system_prompt"], examples.messages(own["examples"]))

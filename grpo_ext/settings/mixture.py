@@ -11,6 +11,10 @@ columns, template, system prompt and eval rows) plus ``weight`` or ``rows``:
 A source's rows are drawn by the recipe's seed and the source's name, without replacement while it has rows
 enough; past its size every row is taken and the rest drawn again, and a note says so. The drawn rows of all
 sources are then shuffled together by the seed. Every row carries a ``source`` column naming its source.
+
+Eval rows are each source's own (a source may have none) and, with ``eval_prompts`` or ``eval_file`` beside the
+mixture, one held-out set for the whole mixture, scored with them; its rows name their set in the ``source``
+column (``eval_prompts``, or the eval file's name).
 """
 
 import math
@@ -25,6 +29,7 @@ COLUMN = "source"  # the column naming each row's source, in training and in the
 OWN_KEYS = ("weight", "rows", "name")  # what a mixture's source has beside the keys of a data: section
 WHOLE = ("mixture", "size", "chat")  # keys of the whole mixture, never of one source
 SHARED_KEYS = (*WHOLE, "system_prompt", "examples")  # what a data: section keeps beside its mixture (a source may have its own)
+HELD_KEYS = ("eval_prompts", "eval_file", "eval_size")  # beside a mixture: a held-out set for the whole mixture
 
 
 def label(entry: dict) -> str:
@@ -34,6 +39,27 @@ def label(entry: dict) -> str:
     if entry.get("file"):
         return Path(entry["file"]).name
     return entry.get("source") or entry.get("hub") or "prompts"
+
+
+def held(data_cfg: dict) -> tuple[str, str] | None:
+    """The held-out set of the whole mixture, as (the ``source`` its rows carry, the key that names it); None without.
+
+    >>> held({"eval_prompts": ["2+2?"]}), held({"eval_file": "sets/held.jsonl"}), held({"eval_file": None})
+    (('eval_prompts', 'data.eval_prompts'), ('held.jsonl', 'data.eval_file held.jsonl'), None)
+    """
+    if data_cfg.get("eval_prompts") is not None:
+        return "eval_prompts", "data.eval_prompts"
+    if data_cfg.get("eval_file"):
+        name = Path(data_cfg["eval_file"]).name
+        return name, f"data.eval_file {name}"
+    return None
+
+
+def has_own_eval(entry: dict) -> bool:
+    """Whether a source names eval rows of its own: ``eval_prompts``, ``eval_file``, ``eval_split``, rows held out of
+    its training rows (``eval_fraction``, ``eval_size``), or a generator's held-out problems (``source``)."""
+    own = ("eval_prompts", "eval_file", "eval_split", "eval_fraction", "eval_size", "source")
+    return any(entry.get(key) is not None for key in own)
 
 
 def config(data_cfg: dict, entry: dict) -> dict:
@@ -173,15 +199,27 @@ def draw(names: list[str], counts: list[int], available: list[int], seed: int) -
     return picks
 
 
-def describe(names: list[str], counts: list[int | None], evals: list[int | None] | None, weights: list | None = None) -> str:
+def describe(
+    names: list[str],
+    counts: list[int | None],
+    evals: list[int | None] | None,
+    weights: list | None = None,
+    whole: tuple[str, int] | None = None,
+) -> str:
     r"""``mixture of 3 sources: a.jsonl 40% (80 rows), ...; eval 12 rows (4 per source)``. ``evals`` is None without
-    an eval; a count is None where only loading tells (a hub dataset's), and the source is shown by its weight.
+    an eval, else each source's eval rows (0: none of its own); a count is None where only loading tells (a hub
+    dataset's), and the source is shown by its weight. ``whole``: (the key that names the whole mixture's held-out
+    set, its rows).
 
     >>> describe(["a.jsonl", "arith"], [80, 20], [4, 4])
     'mixture of 2 sources: a.jsonl 80% (80 rows), arith 20% (20 rows); eval 8 rows (4 per source)'
     >>> print(*describe(["a.jsonl", "org/ds"], [None, None], [4, None], [1, 3]).split("; "), sep="\n")
     mixture of 2 sources: a.jsonl weight 1, org/ds weight 3 (rows counted when the hub rows are fetched)
     eval 4 a.jsonl, org/ds counted when fetched
+    >>> describe(["a.jsonl", "b.csv"], [10, 10], [0, 0], whole=("data.eval_file held.jsonl", 12)).split("; ")[1]
+    'eval 12 rows from data.eval_file held.jsonl (for the whole mixture)'
+    >>> describe(["a.jsonl", "b.csv"], [10, 10], [2, 0], whole=("data.eval_prompts", 3)).split("; ")[1]
+    'eval 5 rows (3 from data.eval_prompts for the whole mixture, 2 a.jsonl, 0 b.csv)'
     """
     total = sum(c for c in counts if c is not None)
     parts = []
@@ -193,14 +231,18 @@ def describe(names: list[str], counts: list[int | None], evals: list[int | None]
     line = f"mixture of {plural(len(names), 'source')}: {', '.join(parts)}"
     if None in counts:
         line += " (rows counted when the hub rows are fetched)"
-    if evals is None:
+    if evals is None or (whole is None and not any(n != 0 for n in evals)):
         return f"{line}; no eval"
-    if None not in evals and len(set(evals)) == 1:
+    if whole is not None and not any(n != 0 for n in evals):
+        return f"{line}; eval {plural(whole[1], 'row')} from {whole[0]} (for the whole mixture)"
+    if whole is None and None not in evals and len(set(evals)) == 1:
         return f"{line}; eval {plural(sum(evals), 'row')} ({evals[0]} per source)"
-    each = ", ".join(f"{name} counted when fetched" if n is None else f"{n} {name}" for name, n in zip(names, evals, strict=True))
+    each = [f"{name} counted when fetched" if n is None else f"{n} {name}" for name, n in zip(names, evals, strict=True)]
+    if whole is not None:
+        each.insert(0, f"{whole[1]} from {whole[0]} for the whole mixture")
     if None in evals:
-        return f"{line}; eval {each}"
-    return f"{line}; eval {plural(sum(evals), 'row')} ({each})"
+        return f"{line}; eval {', '.join(each)}"
+    return f"{line}; eval {plural(sum(evals) + (whole[1] if whole else 0), 'row')} ({', '.join(each)})"
 
 
 def one_kind(rows: list[dict]) -> list[str]:

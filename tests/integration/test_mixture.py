@@ -149,3 +149,61 @@ def test_a_bad_mixture_exits_2_before_torch_loads(breaks, lines, timed, tmp_path
     assert not (tmp_path / "run").exists()
     if timed:
         assert ratio < 1 / 3, f"{ratio:.2f} of a torch import"
+
+
+def write_two(folder) -> None:
+    jsonl(folder / "sums.jsonl", [{"prompt": f"What is {a} + 2?", "answer": str(a + 2)} for a in range(10)])
+    jsonl(folder / "products.jsonl", [{"prompt": f"Multiply {a} by 3.", "answer": str(a * 3)} for a in range(10)])
+    jsonl(folder / "held.jsonl", [{"prompt": f"What is {a} + 7?", "answer": str(a + 7)} for a in range(6)])
+
+
+SUMS, PRODUCTS = {"file": "sums.jsonl", "weight": 1, "system_prompt": "Add."}, {"file": "products.jsonl", "weight": 1}
+HELD_OUT = [
+    # (the data section, how many eval rows each source column names, the eval part of the run's data line)
+    (  # one held-out list for the whole mixture: its rows are named eval_prompts
+        {"eval_prompts": [{"prompt": "What is 1 + 1?", "answer": "2"}], "mixture": [SUMS, PRODUCTS]},
+        {"eval_prompts": 1},
+        "eval 1 row from data.eval_prompts (for the whole mixture)",
+    ),
+    (  # one held-out file for the whole mixture, its first 4 rows: named by the file
+        {"eval_file": "held.jsonl", "eval_size": 4, "mixture": [SUMS, PRODUCTS]},
+        {"held.jsonl": 4},
+        "eval 4 rows from data.eval_file held.jsonl (for the whole mixture)",
+    ),
+    (  # a source without eval rows beside one with them contributes none
+        {"mixture": [{**SUMS, "eval_size": 2}, PRODUCTS]},
+        {"sums.jsonl": 2},
+        "eval 2 rows (2 sums.jsonl, 0 products.jsonl)",
+    ),
+    (  # both: the whole mixture's file and a source's own rows
+        {"eval_file": "held.jsonl", "mixture": [SUMS, {**PRODUCTS, "eval_size": 3}]},
+        {"held.jsonl": 6, "products.jsonl": 3},
+        "eval 9 rows (6 from data.eval_file held.jsonl for the whole mixture, 0 sums.jsonl, 3 products.jsonl)",
+    ),
+]
+
+
+@pytest.mark.parametrize("section,sources,line", HELD_OUT)
+def test_held_out_rows_of_the_whole_mixture_and_of_its_sources(section, sources, line, tmp_path):
+    """The eval rows a run scores: the whole mixture's set, named by its key or file in the source column and formatted
+    with the mixture's system prompt, and each source's own, formatted with its own; never a training row."""
+    write_two(tmp_path)
+    d = recipe.validate({**minimal_recipe(), "data": {"system_prompt": "Be brief.", **section}}, tmp_path / "r.yaml")["data"]
+    data.check_files(d, tmp_path)
+    rows = data.load(d, tmp_path, 0, [])
+    assert Counter(r["source"] for r in rows.eval) == sources
+    assert rows.notes[0].endswith(f"; {line}")
+    assert data.has_eval(d) and data.eval_rows(d, tmp_path) == rows.eval
+    assert not {r["prompt"] for r in rows.train} & {r["prompt"] for r in rows.eval}
+    systems = {"sums.jsonl": "Add."}  # every other source, and the whole mixture's set, take the mixture's
+    for row in data.formatted(rows.eval, d, chat=True):
+        assert row["prompt"][0] == {"role": "system", "content": systems.get(row["source"], "Be brief.")}
+
+
+def test_a_bad_row_of_the_whole_mixtures_eval_file_is_named(tmp_path):
+    write_two(tmp_path)
+    (tmp_path / "held.jsonl").write_text('{"prompt": "What is 1 + 1?", "answer": "2"}\n{"prompt": "What is 2 + 2?",\n')
+    section = {"eval_file": "held.jsonl", "mixture": [SUMS, PRODUCTS]}
+    d = recipe.validate({**minimal_recipe(), "data": section}, tmp_path / "r.yaml")
+    with pytest.raises(RecipeError, match=r"data\.eval_file: held\.jsonl, line 2: malformed JSON"):
+        data.check_files(d["data"], tmp_path)

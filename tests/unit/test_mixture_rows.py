@@ -3,12 +3,13 @@ same for the same seed), a source too small for its share, and the mixture's own
 (training on a mixture, and refusals as a user's command: tests/integration/test_mixture.py)."""
 
 import doctest
+import json
 from collections import Counter
 
 import pytest
 import yaml
 
-from grpo_ext import recipe
+from grpo_ext import cli, recipe
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.settings import mixture
 from tests.helpers import minimal_recipe
@@ -117,7 +118,6 @@ REFUSED = [
     ({"mixture": [{**PROMPTS, "weight": 1, "mixture": []}]}, "data.mixture[0].mixture: is the whole mixture's"),
     ({"mixture": [{**PROMPTS, "weight": 1, "promts": []}]}, "data.mixture[0].promts: unknown key; did you mean 'prompts'?"),
     # every rule of one source, applied to each
-    ({"mixture": [{**PROMPTS, "weight": 1}, {"prompts": ["x"], "weight": 1}]}, "data.mixture[1].eval_prompts: missing"),
     ({"mixture": [{**PROMPTS, "weight": 1}, {**ARITH, "weight": 1, "eval_size": 2}]}, "data.mixture[1].eval_size: holds out"),
     ({"mixture": [{**PROMPTS, "file": "none.jsonl", "weight": 1}]}, "data.mixture[0]: prompts and file are all given"),
     ({"mixture": [{"file": "none.jsonl", "eval_size": 1, "weight": 1}]}, "data.mixture[0].file: "),
@@ -127,6 +127,29 @@ REFUSED = [
     ({"mixture": [{**PROMPTS, "rows": 4}], "size": 10}, "data.size: every source gives rows (4 in all)"),
     ({"mixture": [{**PROMPTS, "rows": 4}, {**OTHER, "weight": 1}], "size": 4}, "data.size: 4 leaves no rows"),
     ({**PROMPTS, "size": 10}, "data.size: sizes a mixture of sources (data.mixture)"),
+    # held-out rows for the whole mixture: one set of them, and never a source's own keys beside the mixture
+    (
+        {"mixture": [{"prompts": ["x"], "weight": 1}, {"prompts": ["y"], "name": "y", "weight": 1}]},
+        "data.eval_prompts: missing; give eval_prompts or eval_file beside data.mixture (for the whole mixture) or in "
+        "a source, or set eval.enabled: false",
+    ),
+    (
+        {"eval_prompts": ["x"], "eval_file": "held.jsonl", "mixture": [{**PROMPTS, "weight": 1}]},
+        "data: eval_prompts and eval_file are both given beside data.mixture; keep one held-out set for the whole mixture",
+    ),
+    ({"eval_size": 2, "mixture": [{**PROMPTS, "weight": 1}]}, "data.eval_size: beside data.mixture it takes the first"),
+    ({"eval_fraction": 0.1, "mixture": [{**PROMPTS, "weight": 1}]}, "data.eval_fraction: names one source, beside data."),
+    ({"eval_split": "test", "mixture": [{**PROMPTS, "weight": 1}]}, "data.eval_split: names one source, beside data.mixture"),
+    ({"eval_prompts": [], "mixture": [{**PROMPTS, "weight": 1}]}, "data.eval_prompts: is empty; give at least one prompt"),
+    ({"eval_file": "none.jsonl", "mixture": [{**PROMPTS, "weight": 1}]}, "data.eval_file: "),
+    (  # a whole-mixture row names no source: it would be read as a source's
+        {"eval_prompts": [{"prompt": "x", "source": "a"}], "mixture": [{**PROMPTS, "weight": 1}]},
+        "data.eval_prompts: its rows have a column 'source', which a mixture fills with each row's source name",
+    ),
+    (  # the whole mixture's rows are named by their set: a source of that name would take them for its own
+        {"eval_prompts": ["x"], "mixture": [{**PROMPTS, "weight": 1, "name": "eval_prompts"}]},
+        "data.mixture[0]: has the name 'eval_prompts', which names the rows of data.eval_prompts; give the source",
+    ),
 ]
 
 
@@ -170,3 +193,60 @@ def test_a_column_gets_one_kind_across_the_sources():
     assert mixture.one_kind([{"prompt": "a", "n": 1, "source": "x"}, {"prompt": [], "n": 2.0, "source": "y"}]) == []
     with pytest.raises(RecipeError, match="column 'tests' holds lists in a.jsonl and text in b.csv; give it one kind"):
         mixture.one_kind([{"tests": ["assert f()"], "source": "a.jsonl"}, {"tests": "assert f()", "source": "b.csv"}])
+
+
+FILES = {
+    "a.jsonl": [{"prompt": f"Say {d}.", "answer": str(d)} for d in range(10)],
+    "b.jsonl": [{"prompt": f"Write {d}.", "answer": str(d)} for d in range(10)],
+    "held.jsonl": [{"prompt": f"Print {d}.", "answer": str(d)} for d in range(12)],
+}
+A, B = {"file": "a.jsonl", "weight": 1}, {"file": "b.jsonl", "weight": 1}
+GEN = {"source": "arith", "source_args": {"train": 10, "held_out": 2}, "weight": 1}
+SHARES = "mixture of 2 sources: a.jsonl 50% (10 rows), b.jsonl 50% (10 rows); eval"
+HELD_OUT = [
+    # (the data section, the data line of the dry run: where the held-out rows come from)
+    # one held-out list for the whole mixture, in the recipe
+    ({"eval_prompts": ["Say 3.", "Say 4."], "mixture": [A, B]}, f"{SHARES} 2 rows from data.eval_prompts (for the whole"),
+    # one held-out file for the whole mixture; eval_size scores its first rows, as it does for one source
+    ({"eval_file": "held.jsonl", "mixture": [A, B]}, f"{SHARES} 12 rows from data.eval_file held.jsonl (for the whole mixture)"),
+    ({"eval_file": "held.jsonl", "eval_size": 5, "mixture": [A, B]}, f"{SHARES} 5 rows from data.eval_file held.jsonl (for the"),
+    # a source without eval rows beside one with them: it contributes none (a.jsonl's 2 held out leave it 8 rows)
+    (
+        {"mixture": [{**A, "eval_size": 2}, B]},
+        "mixture of 2 sources: a.jsonl 50% (8 rows), b.jsonl 50% (8 rows); eval 2 rows (2 a.jsonl, 0 b.jsonl)",
+    ),
+    # both forms: the whole mixture's set and a source's own, scored together
+    (
+        {"eval_file": "held.jsonl", "mixture": [{**A, "eval_size": 2}, B]},
+        "; eval 14 rows (12 from data.eval_file held.jsonl for the whole mixture, 2 a.jsonl, 0 b.jsonl)",
+    ),
+    # a generator keeps its own held-out problems beside the whole mixture's set
+    (
+        {"eval_prompts": ["Say 3."], "mixture": [A, GEN]},
+        "; eval 3 rows (1 from data.eval_prompts for the whole mixture, 0 a.jsonl, 2 arith)",
+    ),
+]
+
+
+@pytest.mark.parametrize("section,line", HELD_OUT)
+def test_held_out_rows_for_the_whole_mixture_or_some_sources(section, line, tmp_path, capsys):
+    """A mixture takes one held-out set for all of its sources (eval_prompts or eval_file beside data.mixture), sources
+    with eval rows of their own beside sources without, or both; the dry run says where the eval rows come from."""
+    for name, rows in FILES.items():
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump({**minimal_recipe(), "data": section}))
+    assert cli.main(["train", str(path), "--dry-run"]) == 0, capsys.readouterr().err
+    said = [row for row in capsys.readouterr().out.splitlines() if row.startswith("data: ")]
+    assert len(said) == 1 and line in said[0], said
+
+
+def test_the_whole_mixtures_rows_lacking_a_reward_column_are_named():
+    section = {"eval_prompts": ["Reply with 4."], "mixture": [{**ARITH, "weight": 1}]}
+    doc = {**minimal_recipe(), "rewards": ["math_accuracy"], "data": section}
+    with pytest.raises(RecipeError) as refused:
+        recipe.validate(doc)
+    assert refused.value.problems == [
+        "rewards[0] (math_accuracy) needs column 'answer', which the eval rows (data.eval_prompts) lack "
+        "(columns: prompt, source); add it to the data, or point the reward at a column they have",
+    ]

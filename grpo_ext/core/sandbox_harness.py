@@ -240,18 +240,11 @@ def harness(s: dict) -> int:
             os.close(fd)
     ended: dict[int, tuple[int, int]] = {}
     if not _wait(judge or program, ended, deadline):
-        for pid in (program, judge):
-            if pid:
-                _kill(pid)
+        _end(program, judge, ended)
         return TIMEOUT
     if judge and ended[judge][0] != PASSED:  # a failure: was it a limit that killed the program? it ends at once
         _wait(program, ended, min(deadline, time.monotonic() + 0.5))
-    killed = set()
-    for pid in (program, judge):
-        if pid and pid not in ended:
-            _kill(pid)
-            killed.add(pid)
-            ended[pid] = _status(os.waitpid(pid, 0)[1])
+    killed = _end(program, judge, ended)
     if not started:
         return SETUP_FAILED
     code, sig = ended[program]
@@ -276,6 +269,19 @@ def _wait(pid: int, ended: dict, deadline: float) -> bool:
             return False
         signal.sigtimedwait([signal.SIGCHLD], min(left, 0.05))
     return True
+
+
+def _end(program: int, judge: int | None, ended: dict) -> set[int]:
+    """Kill what is left of the two and reap both (the ones killed here are returned). Reaped in whatever order
+    they end: the first process of a PID namespace is not reapable before every other process in it is, the judge
+    included, and a zombie left to an init that does not reap would keep the process group alive."""
+    killed = {pid for pid in (program, judge) if pid and pid not in ended}
+    for pid in killed:
+        _kill(pid)
+    while killed - ended.keys():
+        found, code = os.waitpid(-1, 0)
+        ended[found] = _status(code)
+    return killed
 
 
 def _kill(pid: int) -> None:

@@ -253,3 +253,14 @@ def test_the_command_line_cannot_be_forged(capsys):
     forged = FORGERIES[0][1]
     assert cli.main(["rewards", "score", "code_tests", "--completion", forged, "--column", "tests=assert False"]) == 0
     assert capsys.readouterr().out.strip().startswith("code_tests: 0.0")
+
+
+@pytest.mark.timing
+@pytest.mark.parametrize("tests", ["assert f() == 1", ""], ids=["with tests", "a script"])
+def test_a_run_past_its_wall_limit_ends_at_the_limit(tests):
+    """At its wall limit the harness kills and reaps what is left and ends: the time past the limit is about one
+    quick run's (the start and the teardown), measured beside it."""
+    quick = min(sandbox.run("def f():\n    return 1", tests, None, LIMITS).seconds for _ in range(3))
+    limits = sandbox.Limits(wall_seconds=2, cpu_seconds=5, memory_mb=512)
+    took = sandbox.run("import time\ntime.sleep(60)\ndef f():\n    return 1", tests, None, limits).seconds
+    assert took < limits.wall_seconds + 3 * quick + 0.5, f"{took:.2f} s at a limit of 2 s; a quick run took {quick:.2f} s"

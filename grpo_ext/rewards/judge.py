@@ -8,11 +8,14 @@ and scores each (a ranking, as RULER does), which calibrates scores within the g
 
 The API key comes from the environment variable the recipe names (``api_key_env``), never from the recipe. A
 step's requests go out concurrently (``concurrency`` at a time), identical requests are answered from a cache,
-and the client retries with back-off (``retries``); all requests of one call end by ``call_seconds``, so a slow
-or dead server gives None scores and one line saying so, never a hung run. Before the model loads, one request
-checks that the server answers and that the rubric's reply parses (``preflight``).
+and the client retries with back-off (``retries``). ``call_seconds`` is a total deadline, not a limit per read:
+every request of one call, retries included, ends by it, and the request still open then is cancelled (its
+connection closed), so a slow, dead or trickling server gives None scores and one line saying so, never a hung
+run nor a process that waits for it at exit. Before the model loads, one request, under the same deadline, checks
+that the server answers and that the rubric's reply parses (``preflight``).
 """
 
+import asyncio
 import importlib.util
 import json
 import os
@@ -21,7 +24,6 @@ import string
 import sys
 import threading
 from collections import OrderedDict
-from concurrent.futures import ThreadPoolExecutor, wait
 
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.rewards.registry import completion_text, prompt_text, register
@@ -73,6 +75,44 @@ def parse_group(reply: str, n: int, low: float, high: float) -> list[float | Non
     return scores
 
 
+# The requests run as asyncio tasks on one event loop per process, on a daemon thread. A deadline that covers a
+# whole request needs cancellation: httpx's timeouts apply to each read, so a server that sends a byte a second
+# never reaches them, and a blocking request on a thread cannot be stopped (a thread pool then joins it at exit).
+# A cancelled task closes its connection at once, so nothing is left to wait for; the daemon thread sits idle
+# between calls and is never joined. One loop, rather than one per call, keeps the connections alive between steps
+# and serves a caller whose own thread already runs a loop (a notebook). The one wait left at exit is a host name
+# lookup still running on the loop's executor thread, which the system resolver's own timeout ends.
+_loop: asyncio.AbstractEventLoop | None = None
+_loop_lock = threading.Lock()
+
+
+def _forget_loop() -> None:
+    global _loop, _loop_lock
+    _loop, _loop_lock = None, threading.Lock()  # a forked child has the loop's object but not its thread
+
+
+os.register_at_fork(after_in_child=_forget_loop)
+
+
+def judge_loop() -> asyncio.AbstractEventLoop:
+    """This process's event loop for judge requests, running on a daemon thread started at the first use."""
+    global _loop
+    with _loop_lock:
+        if _loop is None:
+            _loop = asyncio.new_event_loop()
+            threading.Thread(target=_loop.run_forever, daemon=True, name="grpo_ext-judge").start()
+        return _loop
+
+
+def on_judge_loop(work):
+    """The result of coroutine ``work`` run on ``judge_loop``; an interrupted caller (Ctrl-C) cancels it."""
+    future = asyncio.run_coroutine_threadsafe(work, judge_loop())
+    try:
+        return future.result()
+    finally:
+        future.cancel()  # a no-op once it is done
+
+
 class Judge:
     """The ``llm_judge`` reward (see ``llm_judge``); picklable: its client and cache are rebuilt after a copy."""
 
@@ -82,8 +122,8 @@ class Judge:
         self.settings = settings
         self.columns = columns  # the data columns the rubric names, checked before any model loads
         self._client = None
-        self._cache: OrderedDict[str, str] = OrderedDict()
-        self._lock = threading.Lock()
+        self._client_loop = None
+        self._cache: OrderedDict[str, str] = OrderedDict()  # read and written on the judge loop's thread only
         self.failing = False
 
     def __getstate__(self) -> dict:
@@ -93,18 +133,22 @@ class Judge:
         self.__init__(state["settings"], state["columns"])
 
     def client(self):
-        if self._client is None:
-            from openai import OpenAI
+        """The asynchronous client, built on the running loop (the judge loop) and again on a new one."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            from openai import AsyncOpenAI
 
             s = self.settings
             key = os.environ.get(s["api_key_env"]) if s["api_key_env"] else None
-            self._client = OpenAI(base_url=s["base_url"], api_key=key or "none", timeout=s["timeout"], max_retries=s["retries"])
+            limits = {"timeout": s["timeout"], "max_retries": s["retries"]}  # timeout: httpx's, per read; see call_seconds
+            self._client = AsyncOpenAI(base_url=s["base_url"], api_key=key or "none", **limits)
+            self._client_loop = loop
         return self._client
 
-    def complete(self, client, content: str) -> str:
+    async def complete(self, client, content: str) -> str:
         """The text of the judge's reply to one user message, through ``client``."""
         s = self.settings
-        reply = client.chat.completions.create(
+        reply = await client.chat.completions.create(
             model=s["model"],
             messages=[{"role": "user", "content": content}],
             max_tokens=s["max_tokens"],
@@ -117,19 +161,31 @@ class Judge:
         """The rubric's ``{low}`` and ``{high}``, written as a person would (``0``, not ``0.0``)."""
         return {"low": f"{self.settings['low']:g}", "high": f"{self.settings['high']:g}"}
 
-    def ask(self, content: str) -> str:
-        """The judge's reply to one user message (cached by its text)."""
-        with self._lock:
-            if content in self._cache:
-                self._cache.move_to_end(content)
-                return self._cache[content]
-        s = self.settings
-        text = self.complete(self.client(), content)
-        with self._lock:
-            self._cache[content] = text
-            while len(self._cache) > s["cache_size"]:
-                self._cache.popitem(last=False)
+    async def ask(self, content: str, gate: asyncio.Semaphore) -> str:
+        """The judge's reply to one user message (cached by its text), once ``gate`` lets the request go out."""
+        if content in self._cache:
+            self._cache.move_to_end(content)
+            return self._cache[content]
+        async with gate:
+            text = await self.complete(self.client(), content)
+        self._cache[content] = text
+        while len(self._cache) > self.settings["cache_size"]:
+            self._cache.popitem(last=False)
         return text
+
+    async def ask_all(self, messages: list[str]) -> tuple[list[asyncio.Task], set[asyncio.Task]]:
+        """Every message asked, ``concurrency`` at a time: (the tasks in order, those cancelled at ``call_seconds``)."""
+        self.client()  # built before the deadline starts: the first time, importing openai takes a second or two
+        gate = asyncio.Semaphore(self.settings["concurrency"])
+        tasks = [asyncio.create_task(self.ask(message, gate)) for message in messages]
+        if not tasks:
+            return tasks, set()
+        _, late = await asyncio.wait(tasks, timeout=self.settings["call_seconds"])
+        for task in late:
+            task.cancel()
+        if late:  # a cancelled request closes its connection at once; the second only bounds it
+            await asyncio.wait(late, timeout=1.0)
+        return tasks, late
 
     def _fields(self, prompt, kwargs: dict, i: int) -> dict:
         return {c: kwargs[c][i] for c in self.columns} | {"prompt": prompt_text(prompt, roles=True)} | self.scale()
@@ -156,19 +212,16 @@ class Judge:
         s = self.settings
         scores: list[float | None] = [None] * len(completions)
         jobs = self.requests(prompts, completions, kwargs)
-        pool = ThreadPoolExecutor(max_workers=s["concurrency"])
-        futures = {pool.submit(self.ask, message): members for members, message in jobs}
-        done, late = wait(futures, timeout=s["call_seconds"])
-        pool.shutdown(wait=False, cancel_futures=True)
-        errors = [f.exception() for f in done if f.exception() is not None]
-        for future in done:
-            if future.exception() is not None:
+        tasks, late = on_judge_loop(self.ask_all([message for _, message in jobs]))
+        answered = [(task, members) for task, (members, _) in zip(tasks, jobs, strict=True) if task not in late]
+        errors = [task.exception() for task, _ in answered if task.exception() is not None]
+        for task, members in answered:
+            if task.exception() is not None:
                 continue
-            members = futures[future]
             if s["mode"] == "single":
-                scores[members[0]] = parse_score(future.result(), s["low"], s["high"])
+                scores[members[0]] = parse_score(task.result(), s["low"], s["high"])
             else:
-                for i, score in zip(members, parse_group(future.result(), len(members), s["low"], s["high"]), strict=True):
+                for i, score in zip(members, parse_group(task.result(), len(members), s["low"], s["high"]), strict=True):
                     scores[i] = score
         failed = len(errors) + len(late)
         if failed and not self.failing:  # one line when the judge starts failing, one when it answers again
@@ -182,6 +235,11 @@ class Judge:
         self.failing = bool(failed)
         return scores
 
+    async def test_request(self, message: str) -> str:
+        """The reply to the pre-flight's message: one try, cancelled at ``call_seconds``."""
+        client = self.client().with_options(max_retries=0)
+        return await asyncio.wait_for(self.complete(client, message), self.settings["call_seconds"])
+
     def preflight(self) -> None:
         """One request before the model loads: the server answers and the reply parses; RecipeError if not."""
         s = self.settings
@@ -191,7 +249,12 @@ class Judge:
         else:
             message = s["rubric"].format_map(example | {"responses": numbered(["4", "5"]), "n": 2})
         try:
-            text = self.complete(self.client().with_options(max_retries=0), message)
+            text = on_judge_loop(self.test_request(message))
+        except asyncio.TimeoutError:  # the deadline (TimeoutError itself from Python 3.11)
+            raise RecipeError(
+                f"llm_judge: {s['base_url']} did not answer a test request within call_seconds={s['call_seconds']:g} s; "
+                "check that the server is up and serving, or raise call_seconds"
+            ) from None
         except Exception as exc:  # the client's own errors: connection, status, timeout
             raise RecipeError(f"llm_judge: {s['base_url']} did not answer a test request: {type(exc).__name__}: {exc}") from None
         parsed = [parse_score(text, s["low"], s["high"])] if s["mode"] == "single" else parse_group(text, 2, s["low"], s["high"])
@@ -225,8 +288,10 @@ def llm_judge(
     the message, with ``{prompt}``, ``{completion}``, ``{low}``, ``{high}`` and data columns by name (``group``
     mode: ``{responses}`` and ``{n}`` instead of ``{completion}``); ``scale`` is ``[low, high]``. The key is read
     from the environment variable ``api_key_env``. A reply without a grade on the scale scores None, as does a
-    request that failed after ``retries`` or did not end within ``call_seconds`` for the whole call.
-    ``extra_body`` is sent with each request as it is (a server's own parameters).
+    request that failed after ``retries`` or did not end within ``call_seconds``: a total deadline for all requests
+    of one call, retries included, and for the pre-flight's one request; a request still open then is cancelled.
+    ``timeout`` is the client's limit on connecting and on each read alone, which a server that trickles its reply
+    never reaches. ``extra_body`` is sent with each request as it is (a server's own parameters).
 
     >>> judge = llm_judge("http://localhost:8000/v1", "judge", rubric="Is {completion} the {answer}? 0 to 1")
     >>> judge.columns

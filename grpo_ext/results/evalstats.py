@@ -13,6 +13,9 @@ and every interval here is computed from per-prompt values with ``k - 1`` degree
 - a paired difference (after minus before, model B minus model A, on the same prompts and sampling seeds):
   the mean of the per-prompt differences plus or minus t times their cluster-robust standard error.
 
+An eval figure gets no interval from fewer than ``MIN_PROMPTS`` prompts, and a mean's interval is cut to the
+range of the reward's scores where the reward states it (``score_range``): a mean cannot leave that range.
+
 A percentile bootstrap over 8 prompts is too narrow (it uses the normal spread of 8 values, about 89%
 coverage at a nominal 95%); ``benchmarks/intervals.py`` measures the coverage of both on synthetic data.
 
@@ -28,6 +31,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 LEVEL = 0.95
+# The fewest judged prompts an eval figure gets an interval from. With two, Student's t has one degree of freedom
+# (12.7 standard errors each side): two prompts that disagree give a mean of a [0, 1] reward 0.5 +- 6.35, and a rate
+# most of [0, 1]. From three (t = 4.3) the interval narrows as the prompts agree.
+MIN_PROMPTS = 3
 
 
 @dataclass(frozen=True)
@@ -117,6 +124,17 @@ def rate_interval(values: list[float], weights: list[float]) -> Estimate:
     return Estimate(p, max(0.0, centre - half), min(1.0, centre + half))
 
 
+def within(e: Estimate, bounds: tuple[float, float] | None) -> Estimate:
+    """``e`` with its interval cut to ``bounds`` (low, high), the range its figure cannot leave; as it is without.
+
+    >>> within(Estimate(0.5, -5.853, 6.853), (0.0, 1.0)), within(Estimate(0.5, -5.853, 6.853), None).high
+    (Estimate(value=0.5, low=0.0, high=1.0), 6.853)
+    """
+    if bounds is None or e.low is None:
+        return e
+    return Estimate(e.value, max(e.low, bounds[0]), min(e.high, bounds[1]))
+
+
 def pass_at_k(n: int, c: int, k: int) -> float:
     """The chance that at least one of ``k`` of ``n`` samples (``c`` of them passing) passes, drawn without
     replacement: the unbiased pass@k estimator.
@@ -148,29 +166,40 @@ def majority_passes(answers: list[str | None], passed: list[bool]) -> bool:
     return any(ok for a, ok in zip(answers, passed, strict=True) if a == winner)
 
 
-def summarize(scores: list[list[float]], threshold: float, ks: list[int], answers: list[list[str | None]] | None = None) -> dict:
+def summarize(
+    scores: list[list[float]],
+    threshold: float,
+    ks: list[int],
+    answers: list[list[str | None]] | None = None,
+    bounds: tuple[float, float] | None = None,
+) -> dict:
     """Mean, pass rate, pass@k (each k no larger than the fewest samples of a prompt) and, with ``answers``,
-    maj@n of one reward, each with its interval. ``scores[i]`` are prompt i's judged scores (None left out);
+    maj@n of one reward, each with its interval (none from fewer than ``MIN_PROMPTS`` prompts; the mean's cut to
+    ``bounds``, the reward's range, when it has one). ``scores[i]`` are prompt i's judged scores (None left out);
     prompts with no judged score are left out."""
     kept = [i for i, s in enumerate(scores) if s]
     if not kept:
         return {}
+
+    def shown(e: Estimate) -> dict:
+        return (e if len(kept) >= MIN_PROMPTS else Estimate(e.value, None, None)).as_dict()
+
     per_prompt = [scores[i] for i in kept]
     counts = [len(s) for s in per_prompt]
     passed = [[x >= threshold for x in s] for s in per_prompt]
     out = {
-        "mean_ci": mean_interval([sum(s) / len(s) for s in per_prompt], counts).as_dict(),
-        "pass_rate_ci": rate_interval([sum(p) / len(p) for p in passed], counts).as_dict(),
+        "mean_ci": shown(within(mean_interval([sum(s) / len(s) for s in per_prompt], counts), bounds)),
+        "pass_rate_ci": shown(rate_interval([sum(p) / len(p) for p in passed], counts)),
         "pass_at": {},
     }
     for k in ks:
         if k <= min(counts):
             values = [pass_at_k(len(p), sum(p), k) for p in passed]
             # n samples hold n // k disjoint draws of k: what the estimate is worth when it cannot vary (0 or 1)
-            out["pass_at"][str(k)] = rate_interval(values, [c // k for c in counts]).as_dict()
+            out["pass_at"][str(k)] = shown(rate_interval(values, [c // k for c in counts]))
     if answers is not None:
         votes = [float(majority_passes(answers[i], [x >= threshold for x in scores[i]])) for i in kept]
-        out["maj"] = {"n": min(counts), **rate_interval(votes, [1] * len(votes)).as_dict()}
+        out["maj"] = {"n": min(counts), **shown(rate_interval(votes, [1] * len(votes)))}
     return out
 
 

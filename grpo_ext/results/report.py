@@ -8,9 +8,9 @@ from pathlib import Path
 import yaml
 
 from grpo_ext.core.files import write_atomic
-from grpo_ext.core.text import fmt
+from grpo_ext.core.text import fmt, plural
 from grpo_ext.core.yaml_io import load_yaml
-from grpo_ext.results import plots, watchdog
+from grpo_ext.results import evalstats, plots, watchdog
 from grpo_ext.run import hardware, rundir
 from grpo_ext.settings import compat
 
@@ -61,12 +61,33 @@ def _reward_names(columns: dict[str, dict | None]) -> list[str]:
 
 
 def _with_ci(value, ci: dict | None, symmetric: bool) -> str:
-    """``0.984 [0.91, 1.00]`` for a rate, ``0.076 ±0.041`` for a mean; the figure alone without an interval."""
+    """``0.984 [0.91, 1.00]`` for a rate, ``0.076 ±0.041`` for a mean (``[low, high]`` too where the reward's range
+    cut it); the figure alone without an interval."""
     if value is None or not ci or ci.get("low") is None:
         return fmt(value)
-    if symmetric:
+    centre = ci.get("value", value)
+    if symmetric and abs((ci["high"] - centre) - (centre - ci["low"])) < 5e-4:  # equal but for rounding to 4 places
         return f"{fmt(value)} ±{(ci['high'] - ci['low']) / 2:.3f}"
     return f"{fmt(value)} [{ci['low']:.2f}, {ci['high']:.2f}]"
+
+
+def too_few(columns: dict[str, dict | None]) -> list[str]:
+    """The line under a score table where a figure stands alone because too few prompts were judged for an
+    interval (``evalstats.MIN_PROMPTS``); none otherwise.
+
+    >>> too_few({"before": {"rewards": {"r": {"mean": 0.5, "mean_ci": {"low": None}, "per_prompt": [[1.0], [0.0]]}}}})
+    ['too few prompts for an interval: 2 prompts judged; an interval takes at least 3']
+    """
+    judged = [
+        sum(1 for scores in stats.get("per_prompt", []) if scores)
+        for result in columns.values()
+        for stats in (result or {}).get("rewards", {}).values()
+        if stats.get("mean") is not None and "per_prompt" in stats and (stats.get("mean_ci") or {}).get("low") is None
+    ]
+    if not judged:
+        return []
+    least = evalstats.MIN_PROMPTS
+    return [f"too few prompts for an interval: {plural(max(judged), 'prompt')} judged; an interval takes at least {least}"]
 
 
 def rate_cell(scores: dict | None) -> str:
@@ -115,6 +136,8 @@ def score_table(columns: dict[str, dict | None]) -> list[str]:
     rows = _score_rows(columns)
     wide = any("[" in cell[1] for _, _, row in rows for cell in row)
     mean_w, pass_w = (15, 20) if wide else (10, 8)
+    if any("[" in cell[0] for _, _, row in rows for cell in row):  # a mean cut to its reward's range: [low, high]
+        mean_w = 20
     width = max(mean_w + pass_w, *(len(label) + 2 for label in labels))
     lines = [
         f"{'':<24}" + "".join(f"{label:>{width}}" for label in labels),
@@ -122,7 +145,7 @@ def score_table(columns: dict[str, dict | None]) -> list[str]:
     ]
     for name, _, row in rows:
         lines.append(f"{name:<24}" + "".join(f"{m:>{width - pass_w}}{p:>{pass_w}}" for m, p in row))
-    return [line.rstrip() for line in lines]
+    return [line.rstrip() for line in lines] + too_few(columns)
 
 
 def score_markdown(columns: dict[str, dict | None]) -> list[str]:
@@ -136,7 +159,8 @@ def score_markdown(columns: dict[str, dict | None]) -> list[str]:
     ]
     for _, name, row in _score_rows(columns):
         lines.append(f"| {name} | " + " | ".join(f"{m} | {p}".rstrip() for m, p in row) + " |")
-    return lines
+    few = too_few(columns)
+    return lines + (["", *few] if few else [])
 
 
 def change_lines(changes: dict | None, label: str) -> list[str]:
@@ -167,7 +191,8 @@ def samples_markdown(columns: dict[str, dict | None]) -> list[str]:
 
 INTERVALS_NOTE = (
     "Intervals are 95% and count prompts, not samples, as the units: a mean ± t times its standard error over "
-    "prompts, a rate [low, high] by Wilson on the effective sample size; the change after vs before is paired by "
+    "prompts (as [low, high] where the reward's range of scores cuts it), a rate [low, high] by Wilson on the effective "
+    f"sample size, none from fewer than {evalstats.MIN_PROMPTS} prompts; the change after vs before is paired by "
     "prompt (same prompts, same sampling seeds)."
 )
 

@@ -8,6 +8,7 @@ settings of an eval (temperature, completion length, samples, precision) are wor
 
 import contextlib
 import dataclasses
+import math
 import statistics
 
 from grpo_ext.recipe import Recipe
@@ -221,8 +222,26 @@ def _per_prompt_stats(fn, scores: list, completions: list, sizes: list[int], thr
         if answer_of is not None:
             answers.append([answer_of(completions[i]) for i in chunk if scores[i] is not None])
         start += size
-    stats = evalstats.summarize(per_prompt, threshold, list(pass_at), answers if answer_of is not None else None)
+    stats = evalstats.summarize(per_prompt, threshold, list(pass_at), answers if answer_of is not None else None, score_range(fn))
     return {**stats, "per_prompt": per_prompt}
+
+
+def score_range(fn) -> tuple[float, float] | None:
+    """The range a reward's scores stay in, where it says so with a ``score_range`` of (low, high) (the built-in
+    rewards that score 0 to 1 do); None where it does not, or says it in another form.
+
+    >>> def half(completions, **kwargs):
+    ...     return [0.5] * len(completions)
+    >>> half.score_range = (0, 1)
+    >>> score_range(half), score_range(print)
+    ((0.0, 1.0), None)
+    """
+    found = getattr(getattr(fn, "fn", fn), "score_range", None)  # a guarded reward keeps the original as .fn
+    if not isinstance(found, tuple) or len(found) != 2:
+        return None
+    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in found):
+        return None
+    return (float(found[0]), float(found[1])) if found[0] < found[1] else None
 
 
 def precision(model, s: Settings):

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from grpo_ext.core import sandbox
-from grpo_ext.rewards.registry import column, completion_text, register
+from grpo_ext.rewards.registry import UNIT, column, completion_text, register
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
 
@@ -101,6 +101,7 @@ class CodeTests:
     """The ``code_tests`` reward (see ``code_tests``); picklable."""
 
     __name__ = "code_tests"
+    score_range = UNIT  # the share of a row's tests passed
 
     def __init__(self, tests_column: str, all_or_nothing: bool, workers: int, limits: sandbox.Limits):
         self.tests_column = tests_column

@@ -2,7 +2,7 @@
 
 import re
 
-from grpo_ext.rewards.registry import completion_text, register
+from grpo_ext.rewards.registry import UNIT, completion_text, register
 
 _DIGIT = re.compile(r"[0-9]")
 
@@ -47,6 +47,9 @@ def digit_shaped(completions, **kwargs) -> list[float]:
         else:
             scores.append(0.0)
     return scores
+
+
+digit_exact.score_range = digit_shaped.score_range = UNIT
 
 
 def _is_single_digit(text: str) -> bool:

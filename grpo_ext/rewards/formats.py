@@ -2,7 +2,7 @@
 
 import re
 
-from grpo_ext.rewards.registry import completion_text, named, register
+from grpo_ext.rewards.registry import UNIT, completion_text, named, register
 
 _STRICT = re.compile(
     r"<think>\n(?:(?!</?think>|</?answer>).)*?\n</think>\n<answer>\n(?:(?!</?think>|</?answer>).)*?\n</answer>\n?", re.DOTALL
@@ -39,7 +39,9 @@ def think_answer_format(strict: bool = False):
     >>> lenient(texts), strict(texts)
     ([1.0, 1.0, 1.0, 0.0], [1.0, 0.0, 0.0, 0.0])
     """
-    return named(_think_answer, "think_answer_format_strict" if strict else "think_answer_format", strict=bool(strict))
+    fn = named(_think_answer, "think_answer_format_strict" if strict else "think_answer_format", strict=bool(strict))
+    fn.score_range = UNIT
+    return fn
 
 
 def _regex(completions, pattern: str, full: bool, **kwargs) -> list[float]:
@@ -63,7 +65,9 @@ def regex_match(pattern: str, full: bool = False, name: str = "regex_match"):
         re.compile(pattern)
     except re.error as exc:
         raise ValueError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
-    return named(_regex, name, pattern=pattern, full=bool(full))
+    fn = named(_regex, name, pattern=pattern, full=bool(full))
+    fn.score_range = UNIT
+    return fn
 
 
 def _tag_count(completions, tags: tuple[str, ...], **kwargs) -> list[float]:
@@ -84,4 +88,6 @@ def tag_count(tags: list[str] | tuple[str, ...] = ("think", "answer")):
     """
     if not tags or not all(isinstance(t, str) and re.fullmatch(r"[\w-]+", t) for t in tags):
         raise ValueError(f"tags must be a non-empty list of tag names such as [think, answer], got {tags!r}")
-    return named(_tag_count, "tag_count", tags=tuple(tags))
+    fn = named(_tag_count, "tag_count", tags=tuple(tags))
+    fn.score_range = UNIT
+    return fn

@@ -31,6 +31,9 @@ from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.references import is_reference as is_reference  # the cli asks it of a reward name
 
 ENTRY_POINT_GROUP = "grpo_ext.rewards"
+# A reward's ``score_range``: the lowest and highest score it gives, which the eval keeps a mean's interval within
+# (results/scoring.score_range reads it). UNIT is that of a reward scoring 0 to 1.
+UNIT = (0.0, 1.0)
 
 RewardFunc = Callable[..., list[float | None]]
 
@@ -209,6 +212,8 @@ def column(kwargs: dict, name: str, arg: str) -> list:
 class ReferenceReward:
     """A reward that scores each completion's text against its row's reference, read from the column
     ``answer_column``; a subclass gives ``score(text, reference)`` and its ``__name__``. Picklable."""
+
+    score_range = UNIT  # a subclass scoring outside 0 to 1 says its own
 
     def __init__(self, answer_column: str = "answer", max_answer_chars: int = 1000):
         self.answer_column = answer_column

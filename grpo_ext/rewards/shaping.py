@@ -48,6 +48,7 @@ def overlong_penalty(max_length: int, soft_margin: int):
         )
     fn = named(_overlong, "overlong_penalty", max_length=max_length, soft_margin=soft_margin)
     fn.pass_threshold = 0.0  # a penalty's best score is 0: a sample passes when it is not penalised
+    fn.score_range = (-1.0, 0.0)
     return fn
 
 
@@ -74,6 +75,7 @@ def repetition_penalty(ngram: int = 3, max_penalty: float = -1.0):
         raise ValueError(f"need an integer ngram >= 1 and max_penalty <= 0, got ngram={ngram!r}, max_penalty={max_penalty!r}")
     fn = named(_repetition, "repetition_penalty", ngram=ngram, max_penalty=float(max_penalty))
     fn.pass_threshold = 0.0  # a penalty's best score is 0: a sample passes when it is not penalised
+    fn.score_range = (float(max_penalty), 0.0)
     return fn
 
 
@@ -118,7 +120,7 @@ def cosine_accuracy(
     """
     if not isinstance(max_length, int) or max_length < 1:
         raise ValueError(f"max_length must be a positive integer, got {max_length!r}")
-    return named(
+    fn = named(
         _cosine,
         "cosine_accuracy",
         accuracy=MathAccuracy(answer_column),
@@ -126,3 +128,6 @@ def cosine_accuracy(
         correct=(float(correct_short), float(correct_long)),
         wrong=(float(wrong_short), float(wrong_long)),
     )
+    ends = (correct_short, correct_long, wrong_short, wrong_long)  # each score lies between the two ends of its kind
+    fn.score_range = (float(min(ends)), float(max(ends)))
+    return fn

@@ -5,7 +5,7 @@ In a tool recipe TRL hands a reward each completion as the list of messages afte
 turns (with ``tool_calls`` where it called one), the tools' results (``role: tool``), and its closing reply.
 """
 
-from grpo_ext.rewards.registry import register
+from grpo_ext.rewards.registry import UNIT, register
 
 
 def is_error(content) -> bool:
@@ -42,3 +42,6 @@ def tool_success(completions, **kwargs) -> list[float]:
     [1.0, 0.0, 0.0, 0.0]
     """
     return [1.0 if any(not is_error(r) for r in tool_results(c)) else 0.0 for c in completions]
+
+
+tool_success.score_range = UNIT

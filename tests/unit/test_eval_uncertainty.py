@@ -126,3 +126,72 @@ def test_report_shows_changes_and_eval_share(tmp_path, before_s, after_s, train_
     assert "Intervals are 95% and count prompts" in text
     share = [line for line in text.splitlines() if "eval share" in line]
     assert share == ([expected] if expected else [])
+
+
+def sevens(completions, **kwargs):
+    """A reward that says no range: the number of 7s."""
+    return [float(c.count("7")) for c in completions]
+
+
+@pytest.mark.parametrize(
+    "prompts, rows, note",
+    [
+        # (prompts, the table's rows for digit_exact (range [0, 1]) and sevens (no range), the line under the table)
+        (1, ["digit_exact 1.000 1.000", "sevens 1.000 1.000"], "too few prompts for an interval: 1 prompt judged"),
+        (2, ["digit_exact 0.500 0.500", "sevens 0.500 0.500"], "too few prompts for an interval: 2 prompts judged"),
+        (  # 0.667 +- 1.434: digit_exact's interval cut to its range, shown as [low, high]; sevens' as it is
+            3,
+            ["digit_exact 0.667 [0.00, 1.00] 0.667 [0.04, 0.99]", "sevens 0.667 ±1.434 0.667 [0.04, 0.99]"],
+            None,
+        ),
+        (30, ["digit_exact 0.500 ±0.190 0.500 [0.32, 0.68]", "sevens 0.500 ±0.190 0.500 [0.32, 0.68]"], None),
+    ],
+)
+def test_an_interval_never_leaves_the_rewards_range_nor_stands_on_too_few_prompts(prompts, rows, note):
+    """A reward in [0, 1] on 2 prompts printed 0.500 ±6.353."""
+    from grpo_ext.rewards.digit import digit_exact
+
+    completions = [["7"] * 8 if i % 2 == 0 else ["x"] * 8 for i in range(prompts)]
+    out = scoring.score([{"prompt": "?"}] * prompts, completions, [digit_exact, sevens], chat=False, pass_threshold=1.0)
+    table = [" ".join(line.split()) for line in report.score_table({"before": out})]
+    assert table[2:4] == rows
+    assert [line for line in table[4:] if "interval" in line] == ([f"{note}; an interval takes at least 3"] if note else [])
+    md = report.score_markdown({"before": out})
+    assert (f"{note}; an interval takes at least 3" in md) is bool(note) and all("±" not in line or note is None for line in md)
+
+
+@pytest.mark.parametrize(
+    "name, args, expected",
+    [
+        # (a built-in reward, its args, the range of its scores an eval's mean interval is cut to)
+        ("digit_exact", {}, (0.0, 1.0)),
+        ("digit_shaped", {}, (0.0, 1.0)),  # partial credit, still 0 to 1
+        ("math_accuracy", {}, (0.0, 1.0)),
+        ("math_closeness", {}, (0.0, 1.0)),
+        ("answer_match", {}, (0.0, 1.0)),
+        ("code_tests", {}, (0.0, 1.0)),  # the share of tests passed
+        ("think_answer_format", {}, (0.0, 1.0)),
+        ("regex_match", {"pattern": "x"}, (0.0, 1.0)),
+        ("tag_count", {}, (0.0, 1.0)),
+        ("tool_success", {}, (0.0, 1.0)),
+        ("overlong_penalty", {"max_length": 10, "soft_margin": 4}, (-1.0, 0.0)),
+        ("repetition_penalty", {"max_penalty": -0.5}, (-0.5, 0.0)),  # from its args
+        ("cosine_accuracy", {"max_length": 8, "wrong_short": -2.0}, (-2.0, 1.0)),  # the lowest and highest of its four ends
+    ],
+)
+def test_built_in_rewards_state_their_range(name, args, expected, tmp_path):
+    from grpo_ext.rewards import Guarded, build
+
+    fn = build(name, args, tmp_path, "rewards[0]")
+    assert scoring.score_range(fn) == expected
+    assert scoring.score_range(Guarded(fn, name)) == expected  # as the eval holds it: under the guard
+
+
+def test_a_reward_without_a_range_or_with_a_bad_one_is_not_cut():
+    def own(completions, **kwargs):
+        return [0.0] * len(completions)
+
+    assert scoring.score_range(own) is None
+    for bad in [(1, 0), (0, float("inf")), [0, 1], (0, "1"), (True, 2), (0,)]:
+        own.score_range = bad
+        assert scoring.score_range(own) is None, bad

@@ -117,18 +117,20 @@ def test_majority_passes(answers, passed, expected):
 
 
 def test_summarize_pass_at_and_majority():
-    # prompt 1: 1 of 4 passes, with the majority answer wrong; prompt 2: 3 of 4 pass, majority right
-    scores = [[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0]]
-    answers = [["5", "4", "4", "3"], ["8", "8", "8", "9"]]
+    # prompt 1: 1 of 4 passes, with the majority answer wrong; prompt 2: 3 of 4 pass, majority right; prompt 3: none
+    # passes, and its tied answers go to the one seen first (wrong)
+    scores = [[1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0], [0.0] * 4]
+    answers = [["5", "4", "4", "3"], ["8", "8", "8", "9"], ["1", "1", "2", "2"]]
     out = evalstats.summarize(scores, 1.0, [1, 2, 4, 8], answers)
-    assert out["pass_rate_ci"]["value"] == 0.5
-    assert out["pass_at"]["1"]["value"] == 0.5
-    assert out["pass_at"]["2"]["value"] == pytest.approx((0.5 + 1.0) / 2)  # 1 - C(3,2)/C(4,2) = 0.5; 1 - 0 = 1
-    assert out["pass_at"]["4"]["value"] == 1.0
-    # k = n: one draw of 4 per prompt, two prompts: Wilson at n = 2 with t(1), not at the 8 samples
-    assert out["pass_at"]["4"]["low"] == pytest.approx(2 / (2 + 12.706**2), abs=1e-3)
+    assert out["pass_rate_ci"]["value"] == round(4 / 12, 4)
+    assert out["pass_at"]["1"]["value"] == round(4 / 12, 4)
+    assert out["pass_at"]["2"]["value"] == pytest.approx((0.5 + 1.0 + 0.0) / 3, abs=1e-4)  # 1 - C(3,2)/C(4,2) = 0.5
+    assert out["pass_at"]["4"]["value"] == round(2 / 3, 4)
+    # k = n: one draw of 4 per prompt, three prompts (1, 1, 0): their spread leaves 2 effective draws, Wilson at n = 2
+    # with t(2), not at the 12 samples
+    assert out["pass_at"]["4"]["low"] == pytest.approx(wilson(2 / 3, 2, 4.3027)[0], abs=1e-3)
     assert "8" not in out["pass_at"]  # more than the 4 samples a prompt has
-    assert out["maj"]["n"] == 4 and out["maj"]["value"] == 0.5
+    assert out["maj"]["n"] == 4 and out["maj"]["value"] == round(1 / 3, 4)
 
 
 @pytest.mark.parametrize(
@@ -221,3 +223,37 @@ def test_intervals_cover_about_95_percent(mean):
     # 1500 trials: a true 95% lands within 0.94-0.96 nine times in ten; the interval rounds up near the edges
     assert 0.93 <= rate <= 0.985, rate
     assert 0.93 <= diff <= 0.985, diff
+
+
+def alternating(prompts: int) -> list[list[float]]:
+    """``prompts`` prompts of 8 samples: the first and every other one pass all 8, the rest none."""
+    return [[1.0 if i % 2 == 0 else 0.0] * 8 for i in range(prompts)]
+
+
+T2 = 4.3027 * math.sqrt(3 / 2 * (2 * (1 / 3) ** 2 + (2 / 3) ** 2) / 9)  # t(2) times the standard error of [1, 0, 1]
+T29 = 2.0452 * math.sqrt(30 / 29 * 30 * 0.25 / 900)  # t(29) times the standard error of 15 ones and 15 zeros
+
+
+@pytest.mark.parametrize(
+    "prompts, bounds, mean_ci, pass_ci",
+    [
+        # (prompts judged, the reward's range, the mean's interval, whether the pass rate has one)
+        (1, (0.0, 1.0), None, False),  # one prompt: no spread to measure
+        (1, None, None, False),
+        (2, (0.0, 1.0), None, False),  # two: t(1) = 12.7, the mean would be 0.5 +- 6.35: too few prompts for an interval
+        (2, None, None, False),  # the same without a range: no interval rather than a meaningless one
+        (3, (0.0, 1.0), (0.0, 1.0), True),  # 0.667 +- 1.43 cut to the reward's range
+        (3, None, (2 / 3 - T2, 2 / 3 + T2), True),  # a reward without a range: the t interval as it is
+        (30, (0.0, 1.0), (0.5 - T29, 0.5 + T29), True),  # inside the range: untouched
+        (30, None, (0.5 - T29, 0.5 + T29), True),
+    ],
+)
+def test_intervals_need_prompts_and_stay_in_the_rewards_range(prompts, bounds, mean_ci, pass_ci):
+    out = evalstats.summarize(alternating(prompts), 1.0, [1], bounds=bounds)
+    mean = out["mean_ci"]
+    if mean_ci is None:
+        assert (mean["low"], mean["high"]) == (None, None)
+    else:
+        assert (mean["low"], mean["high"]) == pytest.approx(mean_ci, abs=1e-3)
+    for figure in (out["pass_rate_ci"], out["pass_at"]["1"]):
+        assert (figure["low"] is not None) is pass_ci and 0.0 <= (figure["low"] or 0.0) <= (figure["high"] or 1.0) <= 1.0

@@ -1,12 +1,15 @@
-"""MkDocs hook: the recipe key reference, ``reference/keys.md``, generated at build time.
+"""The recipe key reference, ``docs/reference/keys.md``: written by ``python docs/hooks/keys.py``, and again at
+every docs build (this file is also the MkDocs hook that does it).
 
 The page is written from the tables validation reads: ``grpo_ext.recipe.schema`` (``TOP_LEVEL`` and every
 section of ``SCHEMA``) and, for ``training:``, the GRPOConfig field tables and version rules of
-``grpo_ext.settings.compat``. It never exists as a file in the docs folder: ``on_files`` adds it to the build.
-``render_keys()`` needs neither MkDocs nor torch, so the docs test calls it directly.
+``grpo_ext.settings.compat``. It is committed, so that its links work in a checkout; ``tests/unit/test_docs.py``
+fails while it differs from what ``render_keys()`` writes (rerun this script after changing those tables). At a
+build ``on_files`` puts a fresh copy in its place. ``render_keys()`` needs neither MkDocs nor torch.
 """
 
 import json
+from pathlib import Path
 
 PAGE = "reference/keys.md"
 
@@ -157,11 +160,11 @@ def render_keys() -> str:
     lines = [
         "# Recipe keys",
         "",
-        "Every key a recipe may hold, generated from `grpo_ext/recipe/schema.py` when the docs are built: the",
-        "tables that `grpo-ext validate` checks and `grpo-ext schema` turns into a JSON Schema. *kinds* are the YAML",
-        "kinds a key accepts, *default* what a recipe that leaves the key out gets, *allowed* its choices or range.",
-        "A key not listed is refused, with a suggestion when it is close to one that is. For how to write and",
-        "override recipes, see [Recipes](../recipes.md).",
+        "Every key a recipe may hold, generated from `grpo_ext/recipe/schema.py` by `docs/hooks/keys.py` (not edited",
+        "by hand: `python docs/hooks/keys.py` rewrites this page): the tables that `grpo-ext validate` checks and",
+        "`grpo-ext schema` turns into a JSON Schema. *kinds* are the YAML kinds a key accepts, *default* what a recipe",
+        "that leaves the key out gets, *allowed* its choices or range. A key not listed is refused, with a suggestion",
+        "when it is close to one that is. For how to write and override recipes, see [Recipes](../recipes.md).",
         "",
         "## Top level",
         "",
@@ -183,11 +186,23 @@ def render_keys() -> str:
 
 
 def on_files(files, config):
-    """Add the generated key reference to the build (replacing a stray copy in the docs folder, if any)."""
+    """Add the key reference to the build, written afresh in place of the committed copy."""
     from mkdocs.structure.files import File
 
-    stray = files.get_file_from_path(PAGE)
-    if stray is not None:
-        files.remove(stray)
+    committed = files.get_file_from_path(PAGE)
+    if committed is not None:
+        files.remove(committed)
     files.append(File.generated(config, PAGE, content=render_keys()))
     return files
+
+
+def main() -> None:
+    """Write the page into the docs folder."""
+    out = Path(__file__).resolve().parents[1] / PAGE
+    out.parent.mkdir(exist_ok=True)
+    out.write_text(render_keys(), encoding="utf-8")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

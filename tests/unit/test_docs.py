@@ -87,13 +87,52 @@ def test_readme_is_a_front_door(hook):
         assert command in lines, f"README.md lost the command line {command!r}"
 
 
-def test_readme_links_to_docs_resolve(hook):
-    text = README.read_text(encoding="utf-8")
-    links = re.findall(r"\]\((docs/[^)#\s]+)(?:#[^)\s]*)?\)", text)
-    assert links, "README.md links to no docs page"
-    generated = {f"docs/{hook.PAGE}"}
-    broken = [link for link in links if not (ROOT / link).is_file() and link not in generated]
-    assert not broken, f"README.md links to missing docs files: {', '.join(broken)}"
+def relative_links(page: Path) -> list[str]:
+    """The targets of a Markdown page's links and images that name a file (not a web address, not an anchor of the
+    page itself), without their anchors; code (fenced blocks, inline spans) left out."""
+    text = re.sub(r"(?ms)^(```|~~~).*?^\1", "", page.read_text(encoding="utf-8"))
+    text = re.sub(r"`[^`\n]*`", "", text)
+    found = re.findall(r"\]\(\s*(?:<([^>\n]+)>|([^)\s]+))(?:\s+\"[^\"]*\")?\s*\)", text)  # (target) or (<target>)
+    targets = [bracketed or plain for bracketed, plain in found]
+    return [t.split("#")[0] for t in targets if not re.match(r"[a-z][a-z0-9+.-]*:|#", t)]
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("[a](docs/a.md) and [b](docs/b.md#anchor)", ["docs/a.md", "docs/b.md"]),  # the file, its anchor aside
+        ('![plot](img/p.png "title") [c](<my page.md>)', ["img/p.png", "my page.md"]),  # an image, a title, <...>
+        ("[w](https://x.org/a.md) [m](mailto:a@b.c) [t](#top)", []),  # web addresses and the page's own anchors
+        ("`[e](e.md)`\n```\n[f](f.md)\n```\n~~~\n[g](g.md)\n~~~\n[h](h.md)", ["h.md"]),  # code is not a link
+    ],
+)
+def test_relative_links(text, expected, tmp_path):
+    (tmp_path / "p.md").write_text(text, encoding="utf-8")
+    assert relative_links(tmp_path / "p.md") == expected
+
+
+PAGES = [README, ROOT / "CONTRIBUTING.md", *sorted(p for p in DOCS.rglob("*.md") if "hooks" not in p.relative_to(DOCS).parts)]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_links_resolve_in_a_checkout(page):
+    """A link from the README or a docs page names a file of the checkout, as a reader on GitHub follows it: no page
+    that only a docs build makes."""
+    links = relative_links(page)
+    broken = [link for link in links if not (page.parent / link).exists()]
+    assert not broken, f"{page.relative_to(ROOT)} links to files a checkout lacks: {', '.join(broken)}"
+
+
+def test_readme_links_to_docs():
+    assert any(link.startswith("docs/") for link in relative_links(README)), "README.md links to no docs page"
+
+
+def test_the_key_reference_is_committed_and_current(hook):
+    """docs/reference/keys.md is in the tree, as render_keys() writes it from the schema and the TRL tables."""
+    page = DOCS / hook.PAGE
+    fix = "run .venv/bin/python docs/hooks/keys.py and commit the page"
+    assert page.is_file(), f"docs/{hook.PAGE} is missing; {fix}"
+    assert page.read_text(encoding="utf-8") == hook.render_keys(), f"docs/{hook.PAGE} is stale; {fix}"
 
 
 def test_every_docs_page_is_in_the_nav(hook):

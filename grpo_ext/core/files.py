@@ -1,6 +1,7 @@
 """Paths relative to a recipe, what a path is before it is opened, files written whole or not at all, and the one rule
 for writing where something is already (refused without ``--force``)."""
 
+import errno
 import os
 import secrets
 import stat
@@ -32,16 +33,30 @@ def temporary_beside(path: Path) -> Path:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a temporary file and a rename: a kill leaves the old file or the new one.
-    The file's mode is what ``open`` gives a new file (0644 under umask 022), not mkstemp's private 0600."""
+    The file's mode is what ``open`` gives a new file (0644 under umask 022), not mkstemp's private 0600. The
+    OSError of a write that failed (a full disk) names ``path``, which the system leaves out."""
     tmp = temporary_beside(path)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies; O_EXCL: never another's file
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         Path(tmp).unlink(missing_ok=True)
+        if isinstance(exc, OSError) and exc.filename is None:
+            exc.filename = str(path)
         raise
+
+
+def os_problem(exc: OSError) -> str:
+    """A failed file operation in a few words: what the system said, its error name, and the path.
+
+    >>> os_problem(OSError(errno.ENOSPC, "No space left on device", "runs/x/summary.json"))
+    'No space left on device (ENOSPC): runs/x/summary.json'
+    """
+    name = errno.errorcode.get(exc.errno or 0)
+    what = exc.strerror or str(exc) or type(exc).__name__
+    return what + (f" ({name})" if name else "") + (f": {exc.filename}" if exc.filename else "")
 
 
 def special(path: Path) -> str | None:

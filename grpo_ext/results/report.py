@@ -41,6 +41,7 @@ def name_base_model(run_dir: Path, model: str, recipe: str) -> None:
 
 
 def write_summary(run_dir: Path, summary: dict) -> None:
+    rundir.record(run_dir, "summary.json")  # in the run's marker before the file is made
     write_atomic(run_dir / "summary.json", json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
 
 
@@ -362,6 +363,7 @@ def finish(run_dir: Path, summary: dict, log=print) -> None:
     used = tool_use(records)
     if used is not None:
         summary["tools"] = used
+    rundir.record(run_dir, "summary.json", "report.md", *(["curves.png"] if records else []))
     write_summary(run_dir, summary)
     name_base_model(run_dir, summary.get("model"), summary.get("recipe"))  # TRL rewrites the card at each checkpoint
     recipe_file = run_dir / "recipe.yaml"

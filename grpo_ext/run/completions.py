@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_ext.rewards.registry import completion_text, prompt_text
-from grpo_ext.run import rollouts
+from grpo_ext.run import rollouts, rundir
 from grpo_ext.settings import compat
 
 FILE = "completions.jsonl"
@@ -96,6 +96,7 @@ def writer(settings: dict, run_dir: Path, log, trainer):
             self.size = 0
             self.written = None  # the batch written last, so that one sampled for several steps goes in once
             self.capped = None  # the closing line the file already ends with (a run resumed after its cap)
+            self.recorded = False
 
         def on_train_begin(self, args, state, control, **kwargs):
             self.on = self.on and state.is_world_process_zero
@@ -116,6 +117,9 @@ def writer(settings: dict, run_dir: Path, log, trainer):
         def _append(self, chunks: list[bytes]) -> None:
             if not chunks:
                 return
+            if not self.recorded:  # in the run's marker before the file is made
+                rundir.record(path.parent, path.name)
+                self.recorded = True
             with open(path, "ab") as fh:
                 fh.writelines(chunks)
             self.size += sum(map(len, chunks))

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from grpo_ext.core.text import fmt
+from grpo_ext.run import rundir
 
 
 def _num(value):
@@ -103,6 +104,7 @@ class MetricsLog:
                 self.rewards: list[tuple[int, float]] = []
                 self.progress = None
                 self.started: float | None = None
+                self.recorded = False  # metrics.jsonl is in the run's marker
 
             def train_seconds(self) -> float:
                 return trained_before + (time.monotonic() - self.started if self.started is not None else 0.0)
@@ -124,6 +126,9 @@ class MetricsLog:
                 self.rewards.append((state.global_step, record["reward"]))
                 if not self.is_main:
                     return
+                if not self.recorded:  # before the file is made: a kill leaves nothing of the run's unrecorded
+                    rundir.record(self.path.parent, self.path.name)
+                    self.recorded = True
                 with open(self.path, "a", encoding="utf-8") as fh:
                     fh.write(json.dumps(record) + "\n")
                 if self.progress is not None:

@@ -4,7 +4,6 @@ and ``doctor --samples`` reading it back (a damaged file read by hand: tests/uni
 import json
 import math
 import re
-import shutil
 
 import pytest
 import yaml
@@ -76,14 +75,13 @@ def test_doctor_samples_prints_the_last_completions(trained, capsys):
 
 
 def test_a_cap_stops_the_file_and_says_so(trained, tmp_path, capsys):
-    """Over the run directory (--overwrite: the previous run's completions go), every 2nd step, a cap of 600 bytes:
-    the lines of step 2 that fit, then the closing line, and one notice."""
-    _, recipe, run = trained
-    copy = shutil.copytree(run, tmp_path / "run")
-    overrides = [f"output_dir={copy}", "logging.completions_steps=2", "logging.completions_max_mb=0.0006"]
-    assert cli.main(["train", str(recipe), "--overwrite", *overrides]) == 0
-    rundir.release(copy)
-    *lines, closing = records(copy)
+    """Every 2nd step, a cap of 600 bytes: the lines of step 2 that fit, then the closing line, and one notice."""
+    _, recipe, _ = trained
+    run = tmp_path / "run"
+    overrides = [f"output_dir={run}", "logging.completions_steps=2", "logging.completions_max_mb=0.0006"]
+    assert cli.main(["train", str(recipe), *overrides]) == 0
+    rundir.release(run)
+    *lines, closing = records(run)
     assert 1 <= len(lines) < GROUP and {line["step"] for line in lines} == {2}
     assert closing == {"capped": True, "step": 2, "max_mb": 0.0006}
     assert sum(len(json.dumps(line, ensure_ascii=False)) + 1 for line in lines) <= 600
@@ -92,7 +90,7 @@ def test_a_cap_stops_the_file_and_says_so(trained, tmp_path, capsys):
         "grpo_ext: completions: completions.jsonl reached logging.completions_max_mb (0.0006 MB) at step 2; later "
         "completions are not logged (raise it, or log less often with logging.completions_steps)"
     ]
-    assert cli.main(["doctor", str(copy), "--samples"]) == 0
+    assert cli.main(["doctor", str(run), "--samples"]) == 0
     assert "note: completions.jsonl stopped at logging.completions_max_mb (0.0006 MB) at step 2" in capsys.readouterr().out
 
 

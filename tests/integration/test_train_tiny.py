@@ -76,12 +76,14 @@ def test_terminal_shows_only_our_lines(tiny_recipe, tmp_path):
 
 
 def test_finished_run_is_not_overwritten(tiny_recipe, tmp_path, no_hub, capsys):
-    (tmp_path / "run").mkdir()
-    (tmp_path / "run" / ".grpo_ext_run").write_text("{}")  # a run directory's marker
-    (tmp_path / "run" / "summary.json").write_text('{"status": "completed"}')
+    run = tmp_path / "run"
+    run.mkdir()
+    marker = {"grpo_ext": "run directory", "path": str(run.resolve()), "id": "0a1b", "entries": [".grpo_ext_run", "summary.json"]}
+    (run / ".grpo_ext_run").write_text(json.dumps(marker))  # a run directory's marker: its folder, its run id
+    (run / "summary.json").write_text('{"status": "completed", "run_id": "0a1b"}')
     assert cli.main(["train", str(tiny_recipe)]) == 2
     assert "already holds a run; pass --overwrite" in capsys.readouterr().err
-    assert (tmp_path / "run" / "summary.json").read_text() == '{"status": "completed"}'
+    assert (run / "summary.json").read_text() == '{"status": "completed", "run_id": "0a1b"}'
 
 
 def test_reward_from_file_trains(tiny_recipe, tmp_path, no_hub):

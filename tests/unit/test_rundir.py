@@ -2,7 +2,10 @@
 changed, only complete checkpoints resumed, clean metrics (one run at a time, with real processes:
 tests/integration/test_rundir_processes.py)."""
 
+import doctest
 import json
+import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -18,6 +21,7 @@ from grpo_ext.settings import output_dir
 
 def fake_checkpoint(run: Path, step: int, *, complete: bool = True) -> Path:
     ckpt = run / f"checkpoint-{step}"
+    rundir.record(run, ckpt.name)  # as a run does, before TRL saves it
     ckpt.mkdir(parents=True)
     (ckpt / "model.safetensors").write_bytes(b"w" * 100)
     (ckpt / "trainer_state.json").write_text(json.dumps({"global_step": step}))
@@ -26,11 +30,20 @@ def fake_checkpoint(run: Path, step: int, *, complete: bool = True) -> Path:
     return ckpt
 
 
+def write_summary(run: Path, **fields) -> None:
+    """summary.json as a run writes it: recorded in the marker first, carrying the marker's run id."""
+    rundir.record(run, "summary.json")
+    marker = json.loads((run / output_dir.MARKER).read_text())
+    (run / "summary.json").write_text(json.dumps({"recipe": "r.yaml", **fields, "run_id": marker["id"]}))
+
+
 def fake_run(run: Path, status: str, *steps: int) -> Path:
-    """A run directory as a run leaves it: the marker, summary.json, metrics.jsonl and complete checkpoints."""
-    run.mkdir(parents=True, exist_ok=True)
-    (run / output_dir.MARKER).write_text("{}\n")
-    (run / "summary.json").write_text(json.dumps({"status": status, "recipe": "r.yaml"}))
+    """A run directory as a run leaves it, each entry written as a run writes it (recorded in the marker first):
+    the marker, summary.json, metrics.jsonl and complete checkpoints."""
+    rundir.commit(rundir.prepare(str(run), overwrite=False, resume=False))
+    rundir.release(run, remove=True)
+    write_summary(run, status=status)
+    rundir.record(run, "metrics.jsonl")
     (run / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "reward": 0.1}) + "\n" for s in range(1, 7)))
     for step in steps:
         fake_checkpoint(run, step)
@@ -76,7 +89,7 @@ def test_resume_picks_last_complete_and_truncates_metrics(run):
     fake_checkpoint(run, 6, complete=False)  # cut short by a kill
     lines = [json.dumps({"step": s, "reward": s / 10}) for s in range(1, 8)]
     (run / "metrics.jsonl").write_text("\n".join(lines) + '\n{"step": 8, "rew')  # last line cut short
-    (run / "summary.json").write_text(json.dumps({"status": "running", "eval_before": {"x": 1}}))
+    write_summary(run, status="running", eval_before={"x": 1})
     before = snapshot(run)
     prepared = rundir.prepare(str(run), overwrite=False, resume=True)
     assert prepared.resume_from == run / "checkpoint-4"
@@ -115,7 +128,8 @@ def _damage_content(run: Path) -> None:
         ("no checkpoint", False, "auto", None),  # resume: auto starts again, and says so
         ("truncated state", False, True, "checkpoint-4 was complete when saved, but trainer_state.json is 11 bytes"),
         ("changed weights", False, "auto", "checkpoint-4 was complete when saved, but model.safetensors has changed"),
-        ("damaged summary", False, True, r"summary.json is damaged \(a JSON list"),
+        # a damaged summary.json cannot show the marker's run id: the folder is not provably a run's
+        ("damaged summary", False, True, "summary.json is damaged: a JSON list, not a run's summary, so its run id"),
         ("user files", False, False, "is not empty and holds no grpo_ext run, so nothing is written there"),
         ("user files", True, False, "is not empty and holds no grpo_ext run"),  # --overwrite deletes none of them
         ("user files", False, True, "holds no grpo_ext run"),  # nor does --resume write over them
@@ -152,15 +166,20 @@ def test_prepare_decides_and_changes_nothing(state, overwrite, resume, expected,
         assert sorted(p.name for p in run.iterdir()) == sorted([rundir.LOCK, output_dir.MARKER])
 
 
-def test_overwrite_deletes_only_what_a_run_writes(run, capsys):
+def test_overwrite_deletes_only_what_the_run_wrote(run, capsys):
     fake_run(run, "completed", 2)
+    rundir.record(run, "final")
     (run / "final").mkdir()
     (run / "notes.md").write_text("mine")  # put there by the user
+    (run / "merged").mkdir()  # the user's, named like merge's output: not recorded, so kept
     files.temporary_beside(run / "summary.json").write_text("{")  # what write_atomic leaves when killed mid-write
+    old_id = json.loads((run / output_dir.MARKER).read_text())["id"]
     prepared = rundir.prepare(str(run), overwrite=True, resume=False)
     rundir.commit(prepared)
-    assert sorted(p.name for p in run.iterdir()) == sorted([rundir.LOCK, output_dir.MARKER, "notes.md"])
-    assert prepared.notes == ["--overwrite: kept 1 entry a run does not write: notes.md"]
+    assert sorted(p.name for p in run.iterdir()) == sorted([rundir.LOCK, output_dir.MARKER, "merged", "notes.md"])
+    assert prepared.notes == ["--overwrite: kept 2 entries this run did not write: merged, notes.md"]
+    marker = json.loads((run / output_dir.MARKER).read_text())  # a new run: a new id, nothing of the old one listed
+    assert marker["id"] == prepared.run_id != old_id and marker["entries"] == [output_dir.MARKER, rundir.LOCK]
 
 
 def user_files(folder: Path) -> dict[str, bytes | None]:
@@ -241,6 +260,7 @@ def _recorded_run(run: Path, digit_doc: dict, write_recipe, learning_rate: float
     fake_run(run, "running", 2)
     fake_checkpoint(run, 4, complete=False)  # its save cut short
     recorded = dict(digit_doc, training={**digit_doc["training"], "learning_rate": learning_rate})
+    rundir.record(run, "recipe.yaml")
     (run / "recipe.yaml").write_text(validate(recorded).to_yaml())
     return write_recipe(digit_doc)
 
@@ -261,7 +281,7 @@ def test_a_refused_train_leaves_the_run_as_it_was(case, argv, expected, run, dig
     if case == "recipe damaged":
         (run / "recipe.yaml").write_text("model: {name: x")
     if case == "finished":
-        (run / "summary.json").write_text(json.dumps({"status": "completed", "recipe": "r.yaml"}))
+        write_summary(run, status="completed")
     (run / rundir.LOCK).write_text("4242\n")  # left by a killed run
     before = snapshot(run)
     assert cli.main(["train", str(path), *argv]) == 2
@@ -310,3 +330,250 @@ def test_merge_on_a_damaged_run_recipe_says_one_line(text, run, capsys):
     assert cli.main(["merge", str(run)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and err.count("\n") == 1, err
+
+
+# --- whose a folder is: only a marker that names its own folder, with the run's id, makes a run directory ----------
+
+
+def project(folder: Path) -> None:
+    """A user's project, its entries named like ones a run writes (TensorBoard's runs/, final/, TRL's README.md)."""
+    (folder / "runs" / "exp1").mkdir(parents=True)
+    (folder / "runs" / "exp1" / "data.csv").write_text("a,b\n1,2\n")
+    (folder / "final").mkdir()
+    (folder / "final" / "thesis.tex").write_text("\\documentclass{article}\n")
+    (folder / "README.md").write_text("# my project\n")
+
+
+def _copied_marker(folder: Path, other: Path) -> None:
+    project(folder)
+    (folder / output_dir.MARKER).write_bytes((fake_run(other, "running") / output_dir.MARKER).read_bytes())
+
+
+def _copied_summary(folder: Path, other: Path) -> None:
+    project(folder)
+    fake_run(other, "running")
+    (other / "recipe.yaml").write_text("model: {name: x}\n")
+    for name in ("summary.json", "recipe.yaml"):  # copied for analysis
+        (folder / name).write_bytes((other / name).read_bytes())
+
+
+def _in_a_run(folder: Path, other: Path, *steps: int) -> None:
+    fake_run(folder, "running", *steps)
+    project(folder)  # the user's README.md, final/ and runs/ inside a real run directory that did not write them
+
+
+OWNERSHIP = {
+    "empty marker": lambda folder, other: (project(folder), (folder / output_dir.MARKER).write_text("")),
+    "not JSON": lambda folder, other: (project(folder), (folder / output_dir.MARKER).write_text("run\n")),
+    "copied marker": _copied_marker,
+    "copied summary": _copied_summary,
+    "user entries": lambda folder, other: _in_a_run(folder, other, 2),  # would resume from checkpoint-2
+    "user entries, no checkpoint": lambda folder, other: _in_a_run(folder, other),  # resume: auto would start again
+}
+
+
+@pytest.mark.parametrize(
+    "case,expected",
+    [
+        # (what the folder holds, the refusal's words)
+        ("empty marker", "is not provably a grpo_ext run directory (its .grpo_ext_run is empty)"),
+        ("not JSON", "is not provably a grpo_ext run directory (its .grpo_ext_run is not JSON)"),
+        ("copied marker", "holds a run recorded at "),  # a marker names its own folder only: this one names another
+        ("copied summary", "summary.json and recipe.yaml but no .grpo_ext_run"),
+        ("user entries", "holds README.md, final, runs, which this run did not write"),
+        ("user entries, no checkpoint", "holds README.md, final, runs, which this run did not write"),
+    ],
+)
+@pytest.mark.parametrize("overwrite,resume", [(True, False), (False, "auto"), (False, True)], ids=["overwrite", "auto", "resume"])
+def test_a_folder_not_provably_the_runs_loses_nothing(case, expected, overwrite, resume, tmp_path):
+    """A marker proves a run directory only when it names that folder and the run's summary carries its id; even
+    then only the entries the run recorded are its own. The user's files stay byte for byte, and no lock is left."""
+    folder = tmp_path / "proj"
+    folder.mkdir()
+    OWNERSHIP[case](folder, tmp_path / "runs" / "digit")
+    before = snapshot(folder)
+    try:
+        with pytest.raises(RecipeError, match=re.escape(expected)) as info:
+            rundir.commit(rundir.prepare(str(folder), overwrite=overwrite, resume=resume))
+    finally:
+        rundir.release(folder)
+    assert "\n" not in str(info.value)
+    assert snapshot(folder) == before
+
+
+def test_a_moved_run_is_neither_replaced_nor_continued(tmp_path):
+    """A run directory moved since (its marker names where it was) is not provably the run's where it is now."""
+    old, new = tmp_path / "runs" / "a", tmp_path / "runs" / "b"
+    fake_run(old, "running", 2)
+    old.rename(new)
+    before = snapshot(new)
+    for overwrite, resume in [(True, False), (False, True), (False, "auto"), (False, False)]:
+        with pytest.raises(RecipeError) as info:
+            rundir.prepare(str(new), overwrite=overwrite, resume=resume)
+        assert info.value.problems == [
+            f"output_dir: {new} holds a run recorded at {old.resolve()} (moved or copied here since), so nothing in it "
+            f"is deleted or continued; move it back to {old.resolve()} to resume or overwrite it there, or choose "
+            "another: output_dir=runs/new"
+        ]
+    assert snapshot(new) == before
+
+
+def older_run(run: Path, *, marker: bool = True) -> Path:
+    """A run directory as grpo_ext left it before run ids: a marker without one (or none at all), a summary without
+    one, a complete checkpoint-2 and checkpoint-4 cut short."""
+    run.mkdir(parents=True)
+    if marker:
+        (run / output_dir.MARKER).write_text('{"grpo_ext": "run directory"}\n')
+    (run / "summary.json").write_text(json.dumps({"status": "running", "recipe": "r.yaml"}))
+    (run / "recipe.yaml").write_text("model: {name: x}\n")
+    (run / "metrics.jsonl").write_text("".join(json.dumps({"step": s, "reward": 0.1}) + "\n" for s in range(1, 5)))
+    for step in (2, 4):
+        fake_checkpoint(run, step, complete=step == 2)
+    return run
+
+
+@pytest.mark.parametrize("marker", [True, False], ids=["marker without id", "no marker"])
+def test_an_older_run_is_never_deleted_and_resumes_deleting_nothing(marker, run):
+    older_run(run, marker=marker)
+    before = snapshot(run)
+    for overwrite, resume in [(True, False), (False, False)]:
+        with pytest.raises(RecipeError, match="records no list of its own files") as info:
+            rundir.prepare(str(run), overwrite=overwrite, resume=resume)
+        assert "delete the folder yourself to start again" in str(info.value)
+    assert snapshot(run) == before
+    prepared = rundir.prepare(str(run), overwrite=False, resume="auto")
+    assert prepared.resume_from == run / "checkpoint-2"
+    rundir.commit(prepared)
+    assert (run / "checkpoint-4").is_dir()  # cut short, but not provably the run's: kept, and said
+    assert prepared.notes == [
+        f"resume: kept checkpoint-4 (cut short): {run} is a run of an older grpo_ext, which records no list of its own "
+        "files, so nothing in it is deleted; delete it yourself"
+    ]
+    marker = json.loads((run / output_dir.MARKER).read_text())  # from now on the run's own, with what it continues
+    assert marker["path"] == str(run.resolve()) and marker["id"] == prepared.run_id
+    assert set(marker["entries"]) == {
+        output_dir.MARKER,
+        rundir.LOCK,
+        "checkpoint-2",
+        "summary.json",
+        "metrics.jsonl",
+        "recipe.yaml",
+    }
+    assert json.loads((run / "summary.json").read_text())["run_id"] == prepared.run_id
+    assert output_dir.ownership(run).state == output_dir.OURS
+
+
+def test_an_older_run_without_a_complete_checkpoint_is_not_started_again(run):
+    older_run(run)
+    shutil.rmtree(run / "checkpoint-2")
+    before = snapshot(run)
+    for resume in ("auto", True):
+        with pytest.raises(
+            RecipeError, match="which records no list of its own files, and no complete checkpoint to continue from"
+        ):
+            rundir.prepare(str(run), overwrite=False, resume=resume)
+    assert snapshot(run) == before
+
+
+@pytest.mark.parametrize("kind", ["new", "older"])
+def test_a_symlinked_checkpoint_is_never_followed(kind, tmp_path, run):
+    """A checkpoint-N that is a symbolic link is not one the run wrote: --resume refuses in one line, deletes
+    nothing there or where it points, and leaves no lock file."""
+    if kind == "new":
+        fake_run(run, "running", 2)
+    else:
+        older_run(run)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("keep")
+    (run / "checkpoint-5").symlink_to(elsewhere, target_is_directory=True)
+    before = snapshot(run), snapshot(elsewhere)
+    for overwrite, resume in [(False, True), (False, "auto"), (True, False)]:
+        if kind == "older" and overwrite:
+            continue  # refused for being older, as above
+        with pytest.raises(RecipeError, match=r"holds checkpoint-5 \(a symbolic link\), which this run did not write"):
+            rundir.prepare(str(run), overwrite=overwrite, resume=resume)
+        assert (snapshot(run), snapshot(elsewhere)) == before and not (run / rundir.LOCK).exists()
+    assert rundir.checkpoints(run) == sorted(p for p in run.iterdir() if p.name in ("checkpoint-2", "checkpoint-4"))
+
+
+def test_entries_are_recorded_once_and_only_in_the_runs_own_folder(tmp_path, run):
+    fake_run(run, "running")
+    rundir.record(run, "final", "runs", "final")
+    entries = json.loads((run / output_dir.MARKER).read_text())["entries"]
+    assert entries == [output_dir.MARKER, rundir.LOCK, "summary.json", "metrics.jsonl", "final", "runs"]
+    moved = tmp_path / "moved"
+    run.rename(moved)
+    before = snapshot(moved)
+    rundir.record(moved, "merged")  # not this folder's marker: nothing recorded
+    rundir.record(tmp_path / "nowhere", "merged")  # no marker: nothing happens
+    assert snapshot(moved) == before and not (tmp_path / "nowhere").exists()
+
+
+def test_resume_with_a_symlinked_checkpoint_says_one_line(run, tmp_path, digit_doc, write_recipe, capsys):
+    """``--resume`` used to delete a checkpoint-N it took for one cut short with rmtree, which refuses a symbolic link:
+    a traceback, and a lock file left. Now: exit 2, one line, nothing deleted there or where the link points."""
+    path = _recorded_run(run, digit_doc, write_recipe, learning_rate=digit_doc["training"]["learning_rate"])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("keep")
+    (run / "checkpoint-5").symlink_to(elsewhere, target_is_directory=True)
+    before = snapshot(run), snapshot(elsewhere)
+    assert cli.main(["train", str(path), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"error: output_dir: {run} holds checkpoint-5 (a symbolic link), which this run did not write and a run writes "
+        f"entries of that name; nothing was deleted: move them out of {run}, or choose another: output_dir=runs/new\n"
+    )
+    assert (snapshot(run), snapshot(elsewhere)) == before and not (run / rundir.LOCK).exists()
+
+
+@pytest.mark.parametrize(
+    "failure,expected",
+    [
+        # (what the system refuses, the line)
+        (PermissionError(13, "Permission denied"), "Permission denied (EACCES)"),  # a folder of mode 0555
+        (OSError(30, "Read-only file system"), "Read-only file system (EROFS)"),  # a read-only mount
+    ],
+)
+def test_an_output_dir_that_cannot_be_made_is_one_line(failure, expected, tmp_path, digit_doc, write_recipe, monkeypatch, capsys):
+    digit_doc["output_dir"] = str(tmp_path / "locked" / "runs" / "x")
+    path = write_recipe(digit_doc)
+
+    def refuse(self, *args, **kwargs):
+        failure.filename = str(self)
+        raise failure
+
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    assert cli.main(["train", str(path)]) == 2
+    assert capsys.readouterr().err == (
+        f"error: output_dir: cannot write to {tmp_path / 'locked' / 'runs' / 'x'}: {expected}: {tmp_path / 'locked' / 'runs'}; "
+        "choose a folder you can write to: output_dir=runs/new\n"
+    )
+    monkeypatch.undo()
+    assert not (tmp_path / "locked").exists()
+
+
+def test_a_deletion_the_system_refuses_is_one_line(run, digit_doc, write_recipe, monkeypatch, capsys):
+    """--overwrite meets a folder it may not delete from: exit 1, one line, the lock let go, the marker as it was."""
+    digit_doc["output_dir"] = str(run)
+    path = write_recipe(digit_doc)
+    fake_run(run, "completed", 2)
+    marker = (run / output_dir.MARKER).read_bytes()
+
+    def refuse(entry, *args, **kwargs):
+        raise PermissionError(13, "Permission denied", str(entry))
+
+    monkeypatch.setattr(rundir.shutil, "rmtree", refuse)
+    assert cli.main(["train", str(path), "--overwrite"]) == 1
+    assert capsys.readouterr().err == (
+        f"error: output_dir: {run} could not be prepared: Permission denied (EACCES): {run / 'checkpoint-2'}; "
+        "free space there (or fix its permissions), then run again\n"
+    )
+    assert (run / output_dir.MARKER).read_bytes() == marker and not (run / rundir.LOCK).exists()
+
+
+@pytest.mark.parametrize("module", [output_dir, files])
+def test_docstring_examples(module):
+    result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0

@@ -7,14 +7,24 @@ for what TRL will need of it at run time, before torch loads.
         args: {path: data/capitals.csv}
       - mytools.py:weather                  # a function of your own, file relative to the recipe
     environment: game.py:GuessingGame       # a class (or a library one: guess_number): one instance per rollout
+    # environment: {name: game.py:GuessingGame, args: {high: 20}}    # its constructor's arguments
     training:
       max_tool_calling_iterations: 4        # tool calls a completion may make
 
 Every problem is one line naming its key: an unknown tool, a tool without the type hints or docstring TRL turns
-into the schema the model reads, two tools of one name, an environment without ``reset`` or a tool method, a TRL
-or transformers too old for tools, and a worked example (``data.examples``) calling a tool the model is not given.
+into the schema the model reads, two tools of one name, an environment without ``reset`` or a tool method, a
+``reset`` that cannot take the columns of the rows TRL calls it with, constructor arguments its class does not take,
+a TRL or transformers too old for tools, and a worked example (``data.examples``) calling a tool the model is not
+given.
+
+A tool and the environment are named the same way (``_named``): a name, or a mapping with ``name`` and ``args``. A
+tool's factory is called with its args here, since the tool it returns is what is checked; the environment's class
+is checked as it is and its args against its constructor's signature, without building it (its constructor may
+start a game server): TRL builds it, with the args (``factory``), once a run starts. The checks take one class;
+``environment:`` holds one.
 """
 
+import functools
 import inspect
 from pathlib import Path
 
@@ -24,7 +34,7 @@ from grpo_ext.core.text import shown
 from grpo_ext.core.values import kind_of
 from grpo_ext.recipe.read import absolute_path
 from grpo_ext.settings import compat, examples
-from grpo_ext.tools import check_environment, check_names, check_tool, environments, library
+from grpo_ext.tools import check_environment, check_names, check_reset, check_tool, environments, library
 from grpo_ext.tools.checks import tool_methods
 
 PATH_ARGS = ("path", "folder")  # the library factories' file and folder arguments, relative to the recipe
@@ -84,13 +94,28 @@ def check_calls(turns: list[dict], tools: list, environment) -> list[str]:
     return problems
 
 
-def _tool(entry, where: str, base_dir: Path, problems: list[str]):
+def _named(entry, where: str, what: str, problems: list[str]) -> tuple[str, dict] | None:
+    """(name, args) of a tools[i] or environment entry, a name or a mapping with ``name`` and ``args``; None with a
+    line saying ``what`` such an entry is, when it is neither."""
     if isinstance(entry, str):
         entry = {"name": entry}
-    if not isinstance(entry, dict) or not isinstance(entry.get("name"), str) or set(entry) - {"name", "args"}:
-        problems.append(f"{where}: a tool is a name or a mapping with name and args, got {shown(entry)}")
+    if (
+        not isinstance(entry, dict)
+        or not isinstance(entry.get("name"), str)
+        or not entry["name"].strip()
+        or set(entry) - {"name", "args"}
+        or not isinstance(entry.get("args") or {}, dict)
+    ):
+        problems.append(f"{where}: {what} or a mapping with name and args, got {shown(entry)}")
         return None
-    name, args = entry["name"], entry.get("args") or {}
+    return entry["name"], entry.get("args") or {}
+
+
+def _tool(entry, where: str, base_dir: Path, problems: list[str]):
+    named = _named(entry, where, "a tool is a name", problems)
+    if named is None:
+        return None
+    name, args = named
     try:
         obj, is_factory = library.find(name, base_dir)
     except LookupError as exc:
@@ -111,21 +136,64 @@ def _tool(entry, where: str, base_dir: Path, problems: list[str]):
     return None if found else obj
 
 
-def _environment(ref, base_dir: Path, problems: list[str]):
-    if not isinstance(ref, str) or not ref.strip():
-        names = ", ".join(environments.REGISTRY)
-        problems.append(f"environment: name a class: a library one ({names}), file.py:Class or module:Class, got {shown(ref)}")
+def _environment(entry, base_dir: Path, problems: list[str]):
+    """The class ``environment:`` names, checked, with its args checked against its constructor; None with the lines."""
+    names = ", ".join(environments.REGISTRY)
+    named = _named(entry, "environment", f"an environment is a class's name ({names}, file.py:Class, module:Class)", problems)
+    if named is None:
         return None
+    ref, args = named
+    where = "environment.name" if isinstance(entry, dict) else "environment"
     try:
         cls, _ = references.find(environments.KIND, ref, base_dir)
     except LookupError as exc:
-        problems.append(f"environment: {exc}")
+        problems.append(f"{where}: {exc}")
         return None
-    if ref in environments.REGISTRY:
-        return cls  # as the library's tools: checked in tests/unit/test_tool_runs.py
-    found = check_environment(cls, "environment")
+    # the library's are checked in tests/unit/test_tool_runs.py, as the library's tools are
+    found = [] if ref in environments.REGISTRY else check_environment(cls, "environment")
+    if not found:
+        found = _constructor(cls, ref, args, given=isinstance(entry, dict))
     problems.extend(found)
     return None if found else cls
+
+
+def _constructor(cls: type, ref: str, args: dict, given: bool) -> list[str]:
+    """Whether TRL's ``factory()`` can build ``cls`` with ``args`` (the environment's, bound by name)."""
+    try:
+        signature = inspect.signature(cls)
+    except (TypeError, ValueError):  # a class whose signature Python cannot read: TRL's first build will tell
+        return []
+    params = [p for p in signature.parameters.values() if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    takes = f"(arguments of {cls.__name__}: {', '.join(p.name for p in params) or 'none'})"
+    problems = []
+    if not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()):
+        by_name = {p.name for p in params if p.kind is not p.POSITIONAL_ONLY}
+        unknown = [name for name in args if name not in by_name]
+        if unknown:
+            problems.append(f"environment.args: {cls.__name__} takes no {', '.join(map(str, unknown))} {takes}")
+    needed = [p.name for p in params if p.default is p.empty and p.name not in args]
+    if needed:
+        how = "" if given else f"; give them as environment: {{name: {ref}, args: {{...}}}}"
+        problems.append(f"environment.args: {cls.__name__} needs {', '.join(needed)} {takes}{how}")
+    return problems
+
+
+def factory(environment: type | None, entry):
+    """What GRPOTrainer's ``environment_factory`` is given for the checked ``environment:`` entry: the class, or a
+    callable that builds it with the entry's args (TRL calls it with nothing, for each instance it needs)."""
+    args = entry.get("args") if isinstance(entry, dict) else None
+    return functools.partial(environment, **args) if environment is not None and args else environment
+
+
+def check_rows(environment: type, columns: dict) -> list[str]:
+    """The environment's ``reset`` against each set of rows TRL calls it with (``columns``: stage -> (the columns, the
+    rows described), as validation finds them; None where only loading tells, a hub dataset's)."""
+    return [
+        problem
+        for cols, rows in columns.values()
+        if cols is not None
+        for problem in check_reset(environment, cols, rows, "environment")
+    ]
 
 
 def _paths(args: dict, base_dir: Path) -> dict:
@@ -133,12 +201,15 @@ def _paths(args: dict, base_dir: Path) -> dict:
     return {k: str(resolve_path(v, base_dir)) if k in PATH_ARGS and isinstance(v, str) else v for k, v in args.items()}
 
 
-def portable(entry, base_dir: Path):
-    """A tools[i] entry with its file reference and its path arguments absolute, as a run records it."""
+def portable(entry, base_dir: Path, key: str = "tools"):
+    """A tools[i] or environment entry with its file reference absolute, and a library factory's path arguments, as a
+    run records it."""
     if isinstance(entry, str):
-        return absolute_path(["tools"], entry, base_dir)
-    args = _paths(entry.get("args") or {}, base_dir)
-    return {**entry, "name": absolute_path(["tools"], entry["name"], base_dir), **({"args": args} if args else {})}
+        return absolute_path([key], entry, base_dir)
+    args = entry.get("args") or {}
+    if entry["name"] in library.REGISTRY:  # a library factory reads them from the recipe's folder (_tool)
+        args = _paths(args, base_dir)
+    return {**entry, "name": absolute_path([key], entry["name"], base_dir), **({"args": args} if args else {})}
 
 
 def _arguments(fn) -> list[inspect.Parameter]:

@@ -253,9 +253,10 @@ TOP_LEVEL: dict[str, Spec] = {
         ("list",), [], doc="functions the model may call while it generates: library names, module:function, file.py:function"
     ),
     "environment": Spec(
-        ("str", "null"),
+        ("str", "dict", "null"),
         None,
-        doc="a class (file.py:Class) whose instances the model acts in, one per completion; its methods are tools",
+        doc="a class (file.py:Class) whose instances the model acts in, one per completion; its methods are tools; "
+        "{name: file.py:Class, args: {...}} builds it with args",
     ),
     "output_dir": Spec(("str",), required=True, doc="the run directory, relative to the working directory"),
     "seed": Spec(("int",), 0, minimum=0, maximum=2**32 - 1, doc="random seed"),  # the seeds numpy (and so TRL's set_seed) takes

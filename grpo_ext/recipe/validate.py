@@ -66,6 +66,12 @@ class Recipe:
         return self._funcs
 
     @property
+    def environment_factory(self):
+        """GRPOTrainer's ``environment_factory``: the environment's class, or with ``environment.args`` a callable that
+        builds it with them; None without an environment."""
+        return agents.factory(self.environment, self.data.get("environment"))
+
+    @property
     def weights(self) -> list[float]:
         """rewards[i].weight, in order: TRL's reward_weights."""
         return [entry["weight"] for entry in self.data["rewards"]]
@@ -86,7 +92,7 @@ class Recipe:
             entry["name"] = absolute_path(["rewards", str(i), "name"], entry["name"], self.base_dir)
         data["tools"] = [agents.portable(entry, self.base_dir) for entry in data.get("tools") or []] or None
         if data.get("environment"):
-            data["environment"] = absolute_path(["environment"], data["environment"], self.base_dir)
+            data["environment"] = agents.portable(data["environment"], self.base_dir, "environment")
         return {key: value for key, value in data.items() if value is not None or key not in ("tools", "environment")}
 
     def to_yaml(self) -> str:
@@ -203,12 +209,18 @@ def _check_pass_at(ev: dict, problems: list[str]) -> None:
 
 
 TRAIN_SOURCES = ("prompts", "file", "source", "hub")
+# the training rows of a recipe whose environment writes its prompts (data names no training rows): TRL's own
+# placeholder rows when it is given no dataset, here also carrying data.system_prompt and data.examples
+ENVIRONMENT_ROWS = "data names none: each an empty prompt that reset adds to"
 EVAL_SOURCES = ("eval_prompts", "eval_file", "eval_split")  # and rows held out of the training rows
 
 
-def _check_sources(d: dict, given: dict, eval_enabled: bool, base_dir: Path, needs_eval: bool = True) -> list[str]:
+def _check_sources(
+    d: dict, given: dict, eval_enabled: bool, base_dir: Path, needs_eval: bool = True, environment: bool = False
+) -> list[str]:
     """Exactly one source of training rows and at most one of eval rows, each usable; with ``needs_eval`` (not a
-    mixture's source, whose eval rows may come from the whole mixture's or another source's), eval rows too."""
+    mixture's source, whose eval rows may come from the whole mixture's or another source's), eval rows too. With an
+    ``environment``, no source of training rows is one too: its reset writes each prompt (``ENVIRONMENT_ROWS``)."""
     problems = []
     _check_prompts(d.get("prompts"), "data.prompts", problems)
     _check_prompts(d.get("eval_prompts"), "data.eval_prompts", problems, mappings=True)
@@ -223,7 +235,7 @@ def _check_sources(d: dict, given: dict, eval_enabled: bool, base_dir: Path, nee
     sources = [k for k in TRAIN_SOURCES if d.get(k) is not None]
     if len(sources) > 1:
         problems.append(f"data: {' and '.join(sources)} are all given; keep one source of training prompts")
-    if not sources and all(k in d for k in TRAIN_SOURCES):  # each passed its own check
+    if not sources and all(k in d for k in TRAIN_SOURCES) and not environment:  # each passed its own check
         problems.append(
             f"data: give prompts (a list of strings), file ({datafiles.FORMATS}), source (a generator: arith) "
             "or hub (a dataset id)"
@@ -307,7 +319,13 @@ def _check_hold_out(d: dict, value, base_dir: Path) -> list[str]:
 
 
 def _check_data(
-    d: dict, given: dict, eval_enabled: bool, base_dir: Path, problems: list[str], needs_eval: bool = True
+    d: dict,
+    given: dict,
+    eval_enabled: bool,
+    base_dir: Path,
+    problems: list[str],
+    needs_eval: bool = True,
+    environment: bool = False,
 ) -> dict[str, tuple]:
     """The data section's sources (see _check_sources), then the columns each source's rows reach the rewards
     with: {"training": (columns, "the training rows (source named)"), "eval": (...)}; columns are None where only
@@ -316,7 +334,7 @@ def _check_data(
         return {}
     if d.get("mixture") is not None:
         return _check_mixture(d, given, eval_enabled, base_dir, problems)
-    found = _check_sources(d, given, eval_enabled, base_dir, needs_eval)
+    found = _check_sources(d, given, eval_enabled, base_dir, needs_eval, environment)
     if d.get("size") is not None:
         found.append("data.size: sizes a mixture of sources (data.mixture); leave it out for one source")
     problems.extend(found)
@@ -335,7 +353,7 @@ def _check_data(
         return _renamed_columns(cols, d)
 
     train: list[str] | None = ["prompt"]
-    named = "data.prompts"
+    named = "data.prompts" if d.get("prompts") is not None else ENVIRONMENT_ROWS
     if d.get("file"):
         train, named = file_columns("file", ("data.hub_split", d["hub_split"])), f"data.file {Path(d['file']).name}"
     elif d.get("source"):
@@ -528,7 +546,9 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     if sections["groups"] is not None and sections["groups"].get("dynamic_sampling", False) is None:
         sections["groups"]["dynamic_sampling"] = top.get("algorithm") == "dapo"  # DAPO's own, the preset turns it on
     model, data, evaluation, explore = sections["model"], sections["data"], sections["eval"], sections["explore"]
-    entries = _check_rewards(top["rewards"], base_dir, problems, top.get("environment") is not None) if "rewards" in top else []
+    # an environment given, even one refused below, may be why the rewards are empty: its own line says what is wrong
+    environment_given = doc.get("environment") is not None
+    entries = _check_rewards(top["rewards"], base_dir, problems, environment_given) if "rewards" in top else []
     training = dict(top["training"]) if "training" in top else None
     columns = {}
     origins: dict[str, str] = {}
@@ -536,7 +556,9 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         training, origins, preset_problems = variants.expand(top["algorithm"], training)
         problems.extend(preset_problems)
     if data is not None:
-        columns = _check_data(data, top["data"], bool((evaluation or {}).get("enabled")), base_dir, problems)
+        eval_enabled = bool((evaluation or {}).get("enabled"))
+        columns = _check_data(data, top["data"], eval_enabled, base_dir, problems, environment=environment_given)
+    owned = environment_given and data is not None and all(data.get(k) is None for k in (*TRAIN_SOURCES, "mixture"))
     if evaluation is not None:
         _check_pass_at(evaluation, problems)
     if isinstance(top.get("output_dir"), str):
@@ -553,7 +575,14 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         problems.extend(batch_rules.check_explore(explore or {}, lambda key: compat.effective(training, key)))
         if columns and (evaluation or {}).get("enabled"):  # the data section passed its own checks; rows are held out with eval
             problems.extend(_check_hold_out(data, lambda key: compat.effective(training, key), base_dir))
+        if owned and not _positive(compat.effective(training, "max_steps")):  # TRL's rule when it is given no dataset
+            problems.append(
+                "training.max_steps: the environment writes every prompt (data names no training rows), so a run is as "
+                "long as its steps; set training.max_steps"
+            )
     tools, environment = agents.check(top, base_dir, problems)
+    if environment is not None:  # TRL calls reset(**row) with every column of each row it plays
+        problems.extend(agents.check_rows(environment, columns))
     if (
         "rewards" in top
         and not top["rewards"]
@@ -587,6 +616,10 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         environment=environment,
         _funcs=None if None in built else built,
     )
+
+
+def _positive(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
 def _all_examples(d: dict) -> list:

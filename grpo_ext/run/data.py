@@ -27,6 +27,7 @@ from grpo_ext.core.text import first_line, listing, plural
 from grpo_ext.recipe import held_out_size
 from grpo_ext.rewards.guard import missing_columns
 from grpo_ext.settings import datafiles, examples, generators, mixture
+from grpo_ext.tools import check_reset
 
 
 def use_chat(data_cfg: dict, tokenizer) -> bool:
@@ -131,8 +132,9 @@ class Rows:
     notes: list[str]
 
 
-def _train(d: dict, base_dir: Path, reward_funcs: list):
-    """The training rows as a datasets.Dataset with a ``prompt`` column."""
+def _train(d: dict, base_dir: Path, reward_funcs: list, environment: type | None = None, owned: int = 0):
+    """The training rows as a datasets.Dataset with a ``prompt`` column; without any in the data section (an
+    environment whose reset writes each prompt), ``owned`` rows of an empty prompt, as TRL makes without a dataset."""
     from datasets import Dataset
 
     if d.get("file"):
@@ -142,15 +144,19 @@ def _train(d: dict, base_dir: Path, reward_funcs: list):
     if d.get("hub"):
         named = f"data.hub {d['hub']}"
         train = _with_prompt(_hub(d, d["hub_split"]), d, named)
-        _check_columns(reward_funcs, train.column_names, f"the training rows ({named})")
+        _check_columns(reward_funcs, train.column_names, f"the training rows ({named})", environment)
         return train
     if d.get("source"):
         return Dataset.from_list(generators.generated(d)[0])
+    if d.get("prompts") is None:
+        return Dataset.from_list([{"prompt": ""}] * owned)
     return Dataset.from_list([{"prompt": p} for p in d["prompts"]])
 
 
-def _check_columns(reward_funcs: list, columns: list[str], rows: str) -> None:
+def _check_columns(reward_funcs: list, columns: list[str], rows: str, environment: type | None = None) -> None:
+    """The columns of rows only loading tells (a hub dataset's) against what the rewards and reset need of them."""
     problems = missing_columns(reward_funcs, columns, rows)
+    problems += check_reset(environment, columns, rows, "environment") if environment is not None else []
     if problems:
         raise RecipeError(problems)
 
@@ -162,7 +168,7 @@ def has_eval(d: dict) -> bool:
     return datafiles.holds_out(d) or any(d.get(k) is not None for k in ("eval_prompts", "eval_file", "eval_split", "source"))
 
 
-def _eval(d: dict, base_dir: Path, reward_funcs: list) -> list[dict]:
+def _eval(d: dict, base_dir: Path, reward_funcs: list, environment: type | None = None) -> list[dict]:
     """The eval rows from their own source (not held out of the training rows)."""
     if d.get("eval_prompts") is not None:
         return [p if isinstance(p, dict) else {"prompt": p} for p in d["eval_prompts"]]
@@ -174,23 +180,33 @@ def _eval(d: dict, base_dir: Path, reward_funcs: list) -> list[dict]:
         if d.get("file"):
             return _first(_with_prompt(_read(_path(d, base_dir, "file", d["eval_split"]), named), d, named), d["eval_size"])
         rows = _first(_with_prompt(_hub(d, d["eval_split"]), d, named), d["eval_size"])
-        _check_columns(reward_funcs, list(rows[0]) if rows else ["prompt"], f"the eval rows ({named})")
+        _check_columns(reward_funcs, list(rows[0]) if rows else ["prompt"], f"the eval rows ({named})", environment)
         return rows
     if d.get("source"):
         return generators.generated(d)[1]
     return []
 
 
-def load(d: dict, base_dir: Path, seed: int, reward_funcs: list, eval_enabled: bool = True) -> Rows:
+def load(
+    d: dict,
+    base_dir: Path,
+    seed: int,
+    reward_funcs: list,
+    eval_enabled: bool = True,
+    environment: type | None = None,
+    owned: int = 0,
+) -> Rows:
     """The training and eval rows of a recipe's data section, each with a ``prompt``. Hub rows are checked here for
-    the columns the rewards need (a file's were checked with the recipe), before any model loads."""
+    the columns the rewards and the ``environment``'s reset need (a file's were checked with the recipe; a mixture's
+    hub sources for the rewards' alone), before any model loads. A section naming no training rows (the environment
+    writes each prompt) gives ``owned`` rows."""
     if is_mixture(d):
         return _mixture(d, base_dir, seed, reward_funcs, eval_enabled)
-    train = _train(d, base_dir, reward_funcs)
+    train = _train(d, base_dir, reward_funcs, environment, owned)
     if eval_enabled and datafiles.holds_out(d):
         train, held, note = _hold_out(train, d, seed)
         return Rows(train, held, [note])
-    return Rows(train, _eval(d, base_dir, reward_funcs) if eval_enabled else [], [])
+    return Rows(train, _eval(d, base_dir, reward_funcs, environment) if eval_enabled else [], [])
 
 
 def is_mixture(d: dict) -> bool:
@@ -456,7 +472,7 @@ def train_rows(d: dict, base_dir: Path, limit: int | None = None) -> list[dict]:
     """Up to ``limit`` training rows as plain dicts (for planning, and for an eval of a recipe without eval rows)."""
     if is_mixture(d):
         return load(d, base_dir, 0, []).train[:limit]
-    return _first(_train(d, base_dir, []), limit)
+    return _first(_train(d, base_dir, [], owned=1), limit)  # an environment's empty prompt: what its prompts add to
 
 
 def eval_rows(d: dict, base_dir: Path, seed: int = 0) -> list[dict]:

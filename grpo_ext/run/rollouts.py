@@ -13,6 +13,7 @@ the parser could not read (``<tool_call>`` in its text and no call parsed), and 
 """
 
 import contextlib
+import copy
 from dataclasses import dataclass, field
 
 from grpo_ext.rewards.registry import call_text
@@ -94,7 +95,8 @@ def sample(trainer, rows: list[dict], *, samples: int, temperature: float, max_n
     try:
         with _eval_sampling(trainer, samples, temperature, max_new_tokens):
             for start in range(0, len(rows), per_batch):
-                inputs = [dict(row) for row in rows[start : start + per_batch] for _ in range(samples)]
+                # each sample its own copy: a reset's text is added to the last message of its own prompt (TRL 1.8 in place)
+                inputs = [copy.deepcopy(row) for row in rows[start : start + per_batch] for _ in range(samples)]
                 torch.manual_seed(seed + start)
                 with torch.no_grad():
                     trainer._generate_and_score_completions(inputs)
@@ -152,5 +154,5 @@ def sampler(recipe, model, tokenizer, rows: list[dict], scratch):
         tokenizer=tokenizer,
         skip_zero_advantage=False,
         tools=recipe.tools or None,
-        environment_factory=recipe.environment,
+        environment_factory=recipe.environment_factory,
     )

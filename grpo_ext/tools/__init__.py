@@ -7,8 +7,8 @@ A tool is a plain Python function that GRPOTrainer (``tools=[...]``, TRL 1.x wit
 the chat template and runs when the model calls it: its name is what the model calls, its type hints and its
 Google-style docstring (a description, then ``Args:`` with a line per argument) are the JSON schema the model reads,
 and whatever it returns is sent back to the model as text. An environment is a class whose instances TRL builds, one
-per rollout, through ``environment_factory``: ``reset(**row)`` before each rollout, and each other public method a
-tool of that rollout.
+per rollout, through ``environment_factory``: ``reset(**row)`` before each rollout (with every column of the row; a
+string it returns is added to the prompt), and each other public method a tool of that rollout.
 
 How a recipe names a tool:
 
@@ -20,7 +20,17 @@ How a recipe names a tool:
 With ``args``, the named object is a factory, called with them to build the tool; without, it is the tool.
 """
 
-from grpo_ext.tools.checks import check_environment, check_names, check_tool
+from grpo_ext.tools.checks import check_environment, check_names, check_reset, check_tool
 from grpo_ext.tools.library import REGISTRY, calculator, find, lookup_table, search_folder
 
-__all__ = ["REGISTRY", "calculator", "check_environment", "check_names", "check_tool", "find", "lookup_table", "search_folder"]
+__all__ = [
+    "REGISTRY",
+    "calculator",
+    "check_environment",
+    "check_names",
+    "check_reset",
+    "check_tool",
+    "find",
+    "lookup_table",
+    "search_folder",
+]

@@ -15,7 +15,7 @@ with the standard library alone: a recipe is validated without importing transfo
 import inspect
 import typing
 
-from grpo_ext.core.text import shown
+from grpo_ext.core.text import listing, shown
 from grpo_ext.tools.schema import SchemaProblem, choices, hint_schema, read_docstring
 
 # TRL calls these on an environment itself; every other public method is a tool
@@ -113,10 +113,10 @@ def _hint_text(hint: object) -> str:
     return hint.__name__ if isinstance(hint, type) else str(hint).replace("typing.", "")
 
 
-def check_environment(cls: object, where: str, columns: list[str] | None = None) -> list[str]:
-    """Every reason TRL would fail on ``cls`` as an ``environment_factory``: a class with ``reset`` and at least one
-    tool method, each checked as a tool without its ``self``. With ``columns`` (the dataset's), also that ``reset``
-    takes them: TRL calls ``reset(**row)`` before each rollout.
+def check_environment(cls: object, where: str) -> list[str]:
+    """Every reason TRL would fail on ``cls`` as an ``environment_factory``: a class with a plain ``reset`` (TRL calls it
+    without awaiting) and at least one tool method, each checked as a tool without its ``self``; tool methods and
+    ``get_reward`` may be async (TRL awaits them). The columns reset is given are ``check_reset``'s.
 
     >>> class Counter:
     ...     def reset(self, **kwargs):
@@ -137,7 +137,7 @@ def check_environment(cls: object, where: str, columns: list[str] | None = None)
      'environment: Empty has no public method besides reset and get_reward, so the model has no tool; add one']
     """
     if not inspect.isclass(cls):
-        return [f"{where}: {shown(cls)} is not a class but {_a(cls)}; name the environment's class"]
+        return [_not_a_class(cls, where)]
     name = cls.__name__
     # as TRL lists them: functions on the class, so a property is never evaluated and a classmethod is not a tool
     functions = dict(inspect.getmembers(cls, predicate=inspect.isfunction))
@@ -146,14 +146,8 @@ def check_environment(cls: object, where: str, columns: list[str] | None = None)
         problems.append(
             f"{where}: {name} has no reset method; TRL calls reset(**row) before each rollout, write def reset(self, **kwargs)"
         )
-    elif columns is not None:
-        receiver = () if isinstance(inspect.getattr_static(cls, "reset"), staticmethod) else (None,)
-        try:
-            inspect.signature(functions["reset"]).bind(*receiver, **dict.fromkeys(columns))
-        except TypeError as exc:
-            problems.append(
-                f"{where}: {name}.reset cannot take the dataset's columns ({', '.join(columns)}): {exc}; add **kwargs"
-            )
+    elif inspect.iscoroutinefunction(functions["reset"]):
+        problems.append(f"{where}: {name}.reset is async; TRL calls reset without awaiting it, so write it as a plain def")
     if "get_reward" in functions:
         extra = [p for p in list(inspect.signature(functions["get_reward"]).parameters.values())[1:] if p.default is p.empty]
         if extra:
@@ -168,6 +162,65 @@ def check_environment(cls: object, where: str, columns: list[str] | None = None)
         static = isinstance(inspect.getattr_static(cls, tool), staticmethod)
         problems += _problems(functions[tool], f"{where}.{tool}", receiver=not static)
     return problems
+
+
+def _not_a_class(obj: object, where: str) -> str:
+    """The line for an environment that is not a class, naming what it is (never its repr with an address)."""
+    fix = "name the environment's class (TRL builds one per rollout), with what its constructor takes in args"
+    if inspect.isroutine(obj):
+        return f"{where}: {getattr(obj, '__qualname__', obj.__name__)} is a function, not a class; {fix}"
+    if not inspect.isclass(type(obj)) or type(obj).__module__ == "builtins":
+        return f"{where}: {shown(obj)} is not a class but {_a(obj)}; {fix}"
+    return f"{where}: an instance of {type(obj).__qualname__}, not a class; {fix}"
+
+
+def check_reset(cls: type, columns: list[str], rows: str, where: str) -> list[str]:
+    """Whether ``reset`` takes TRL's call with the columns of ``rows`` (described in the lines): TRL calls
+    ``reset(**row)`` before each rollout, with every column of the row, ``prompt`` among them.
+
+    >>> class Game:
+    ...     def reset(self, word):
+    ...         self.word = word
+    >>> check_reset(Game, ["prompt", "word"], "the rows", "environment")  # doctest: +NORMALIZE_WHITESPACE
+    ['environment: Game.reset takes no prompt, and TRL passes it every column of the rows: prompt, word;
+      add **kwargs to reset']
+    >>> check_reset(Game, ["prompt"], "the rows", "environment")[1]  # doctest: +NORMALIZE_WHITESPACE
+    'environment: Game.reset needs word, which the rows lack (columns: prompt); add the column to the rows, or give
+     word a default'
+    """
+    fn = dict(inspect.getmembers(cls, predicate=inspect.isfunction)).get("reset")  # as TRL finds it
+    if fn is None:
+        return []  # check_environment says so
+    name, by_name = cls.__name__, (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    receiver = not isinstance(inspect.getattr_static(cls, "reset"), staticmethod)
+    params = list(inspect.signature(fn).parameters.values())[1 if receiver else 0 :]
+    named = {p.name for p in params if p.kind in by_name}
+    problems = []
+    if not any(p.kind is p.VAR_KEYWORD for p in params):
+        extra = [c for c in columns if c not in named]
+        if extra:
+            dropped = [c for c in extra if c != "prompt"]  # every row has a prompt: only the others can go
+            problems.append(
+                f"{where}: {name}.reset takes no {_either(extra)}, and TRL passes it every column of {rows}: "
+                f"{listing(columns)}; add **kwargs to reset"
+                + (f", or drop {_either(dropped, 'and')} from the rows" if dropped else "")
+            )
+    for p in params:
+        if p.kind is p.VAR_POSITIONAL or p.kind is p.VAR_KEYWORD or p.default is not p.empty:
+            continue
+        if p.kind is p.POSITIONAL_ONLY:
+            problems.append(f"{where}: {name}.reset takes {p.name} positional-only; TRL passes every column by name")
+        elif p.name not in columns:
+            problems.append(
+                f"{where}: {name}.reset needs {p.name}, which {rows} lack (columns: {listing(columns)}); add the column "
+                f"to the rows, or give {p.name} a default"
+            )
+    return problems
+
+
+def _either(names: list[str], word: str = "or") -> str:
+    """``prompt``, ``prompt or hints``, ``a, b or c``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} {word} {names[-1]}"
 
 
 def tool_methods(cls: type) -> list[str]:

@@ -140,6 +140,8 @@ def _training_data(d: dict) -> str:
         return f"generator {d['source']}"
     if d["hub"]:
         return f"hub dataset {d['hub']} (split {d['hub_split']}; not fetched by a dry run)"
+    if d["prompts"] is None:
+        return "none: the environment's reset writes each prompt (a generation batch of empty prompts)"
     return f"{len(d['prompts'])} prompts"
 
 
@@ -284,10 +286,12 @@ def _config(recipe: Recipe, kwargs: dict, log):
     return trainer.make_config({**kwargs, "save_total_limit": None}), kwargs.get("save_total_limit")
 
 
-def _rows(recipe: Recipe, log) -> data.Rows:
-    """The training and eval rows, loaded (and hub columns checked) before the model."""
+def _rows(recipe: Recipe, log, owned: int) -> data.Rows:
+    """The training and eval rows, loaded (and hub columns checked) before the model; ``owned``: how many empty
+    prompts a recipe whose environment writes them trains on (one generation batch, cycled, as TRL's own)."""
+    d, environment = recipe["data"], recipe.environment
     try:
-        rows = data.load(recipe["data"], recipe.base_dir, recipe["seed"], recipe.reward_funcs, recipe["eval"]["enabled"])
+        rows = data.load(d, recipe.base_dir, recipe["seed"], recipe.reward_funcs, recipe["eval"]["enabled"], environment, owned)
     except RecipeError as exc:  # what only loading tells (a hub dataset's rows), named as every recipe error is
         raise RecipeError(exc.problems, str(recipe.path) if recipe.path else None) from None
     for note in rows.notes:
@@ -321,7 +325,7 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     log = console.say if is_main else _silent
     args, keep = _config(recipe, _config_kwargs(recipe, log), log)
     set_seed(recipe["seed"])
-    rows = _rows(recipe, log)
+    rows = _rows(recipe, log, args.generation_batch_size // args.num_generations)
     model, tokenizer, described = models.load(recipe["model"], recipe.base_dir, log)
     chat_tools.apply(tokenizer, recipe, log)
     log(f"training: {adapters.describe(recipe['model'])}")
@@ -344,7 +348,7 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         skip_zero_advantage=recipe["groups"]["skip_zero_advantage"],
         dynamic_sampling=recipe["groups"]["max_extra_rounds"] if recipe["groups"]["dynamic_sampling"] else None,
         tools=recipe.tools or None,
-        environment_factory=recipe.environment,
+        environment_factory=recipe.environment_factory,
     )
     if recipe["groups"]["skip_zero_advantage"]:
         why = skipping.blocker(grpo)

@@ -18,7 +18,7 @@ from transformers.utils.chat_template_utils import render_jinja_template
 
 from grpo_ext.settings import compat
 from grpo_ext.tools import checks, library
-from grpo_ext.tools.checks import check_environment, check_names, check_tool
+from grpo_ext.tools.checks import check_environment, check_names, check_reset, check_tool
 from grpo_ext.tools.library import MAX_CHARS, MAX_DIGITS, PASSAGE_CHARS, REGISTRY, calculator, find, lookup_table, search_folder
 
 # --- calculator ---------------------------------------------------------------------------------------------------
@@ -549,6 +549,10 @@ class Counter:
         return float(self.n)
 
 
+def make_counter() -> Counter:
+    return Counter()
+
+
 class NoReset:
     def add(self, amount: int) -> str:
         """Add.
@@ -587,21 +591,28 @@ ENVIRONMENT_CASES = [
     # class, dataset columns, the problems
     (Counter, None, []),
     (Counter, ["prompt", "answer"], []),  # reset(**kwargs) takes any row
-    (Counter(), None, ["env: <…Counter object at …> is not a class but a …Counter; name …"]),  # an instance, not its class
+    (Counter(), None, ["env: an instance of Counter, not a class; name …"]),  # an instance, not its class
+    (make_counter, None, ["env: make_counter is a function, not a class; name …"]),  # named, not <function … at 0x…>
     (NoReset, None, ["env: NoReset has no reset method; TRL calls reset(**row) before each rollout, …"]),
     (OnlyReset, None, ["env: OnlyReset has no public method besides reset and get_reward, so the model has no tool; add one"]),
     (Sloppy, ["prompt"], ["env: Sloppy.get_reward takes judge; TRL calls it with nothing, once a rollout ends", "env.act: …"]),
     (
         Sloppy,
         ["prompt", "answer"],  # TRL passes every column to reset
-        ["env: Sloppy.reset cannot take the dataset's columns (prompt, answer): …", "env: Sloppy.get_reward …", "env.act: …"],
+        [
+            "env: Sloppy.get_reward …",
+            "env.act: …",
+            "env: Sloppy.reset takes no answer, and TRL passes it every column of the rows: prompt, answer; add **kwargs "
+            "to reset, or drop answer from the rows",
+        ],
     ),
+    (Sloppy, [], ["env: Sloppy.get_reward …", "env.act: …", "env: Sloppy.reset needs prompt, which the rows lack …"]),
 ]
 
 
 @pytest.mark.parametrize("cls,columns,problems", ENVIRONMENT_CASES)
 def test_check_environment(cls, columns, problems):
-    found = check_environment(cls, "env", columns)
+    found = check_environment(cls, "env") + (check_reset(cls, columns, "the rows", "env") if columns is not None else [])
     assert like(found, problems), found
 
 

@@ -11,6 +11,7 @@ a function below: build (GRPOConfig, model, data, trainer), reward pre-flight an
 final weights, report).
 """
 
+import errno
 import json
 import time
 from dataclasses import dataclass
@@ -20,7 +21,7 @@ import yaml
 
 from grpo_ext.core import console
 from grpo_ext.core.errors import RecipeError, RunError
-from grpo_ext.core.files import write_atomic
+from grpo_ext.core.files import os_problem, write_atomic
 from grpo_ext.core.text import plural
 from grpo_ext.core.yaml_io import load_yaml
 from grpo_ext.recipe import Recipe, agents, changed_keys, load
@@ -101,7 +102,11 @@ def _prepare(recipe: Recipe, overwrite: bool, resume: bool | str, accept_changes
     except RecipeError:
         rundir.release(prepared.path)
         raise
-    rundir.commit(prepared)
+    try:
+        rundir.commit(prepared)
+    except OSError as exc:  # a full disk, a folder that refuses deletion: the lock goes, a directory that got nothing too
+        rundir.discard_if_empty(prepared)
+        raise RunError(f"output_dir: {prepared.path} could not be prepared: {os_problem(exc)}; {_FREE}") from None
     for note in prepared.notes:
         console.say(note)
     return prepared
@@ -372,6 +377,7 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         grpo.add_callback(boost)
         log(explore.describe(recipe["explore"], args.max_steps))
     summary = report.new_summary(str(recipe.path), described, processes.num_processes)
+    summary["run_id"] = prepared.run_id  # the marker's: summary.json shows the folder is this run's
     summary["changes"] = (prepared.previous or {}).get("changes") or []
     summary["resumed_at"] = (prepared.previous or {}).get("resumed_at") or []
     if prepared.resume_from:
@@ -381,6 +387,7 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         summary["changes"].append({"at_step": at, "keys": prepared.changes})
         log(f"resumed with a changed recipe (accepted): {', '.join(prepared.changes)} from step {at}")
     if is_main:
+        rundir.record(prepared.path, "recipe.yaml")
         write_atomic(prepared.path / "recipe.yaml", recipe.to_yaml())
         report.write_summary(prepared.path, summary)
     settings = scoring.settings(recipe, bf16=args.bf16)
@@ -466,6 +473,8 @@ def optimize(r: Run) -> None:
         f"training: {args.max_steps if args.max_steps > 0 else 'epochs'} steps of {args.per_device_train_batch_size} "
         f"completions ({args.num_generations} per prompt); metrics in {r.dir / 'metrics.jsonl'}"
     )
+    if r.is_main and any(type(c).__name__ == "TensorBoardCallback" for c in r.grpo.callback_handler.callbacks):
+        rundir.record(r.dir, "runs")  # transformers' logging_dir for TensorBoard's event files: output_dir/runs/
     r.started = time.monotonic()
     r.grpo.train(resume_from_checkpoint=str(resume_from) if resume_from else None)
     _record_progress(r)
@@ -501,6 +510,8 @@ def _record_progress(r: Run) -> None:
 def finish(r: Run) -> None:
     """Phase 4: eval after, the final weights (or adapter) in ``final/``, summary and report."""
     r.summary["eval_after"] = eval_pass(r, "after")
+    if r.is_main:
+        rundir.record(r.dir, "final")
     r.grpo.save_model(str(r.dir / "final"))  # every process: sharded engines gather the weights; only the main one writes
     if not r.is_main:
         return
@@ -515,20 +526,67 @@ def finish(r: Run) -> None:
     r.log(f"done in {r.summary['train_seconds']} s of training; run directory {r.dir}")
 
 
-def _stopped(r: Run, status: str, error: str | None = None) -> None:
-    """Record a run that ended early (summary, report) before the error goes up."""
+_FREE = "free space there (or fix its permissions), then run again"
+_DISK = (errno.ENOSPC, errno.EDQUOT)  # a full disk, or the user's quota reached
+_REFUSED = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def _stopped(r: Run, status: str, error: str | None = None) -> OSError | None:
+    """Record a run that ended early (summary, report) before the error goes up. A file that cannot be written (the
+    disk that stopped the run is full) raises nothing more: its OSError is returned, for the one line to say."""
     _record_progress(r)
     r.summary["status"] = status
     if error:
         r.summary["error"] = error[:500]
-    if r.is_main:
+    if not r.is_main:
+        return None
+    try:
         report.finish(r.dir, r.summary, r.log)
+    except OSError as exc:
+        return exc
+    return None
+
+
+def _disk_error(exc: BaseException | None) -> OSError | None:
+    """The OSError of a full disk or a refused write behind ``exc`` (torch and safetensors wrap it), or None."""
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, OSError) and exc.errno in _DISK + _REFUSED:
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _failure(run_dir: Path, exc: BaseException, unrecorded: OSError | None = None) -> RunError:
+    """One line for a run that failed. A full disk (or a refused write) says so and where, also when only the
+    recording of the failure met it (torch reports a full disk as a RuntimeError of its own); else the error's
+    type and first line."""
+    disk = _disk_error(exc) or _disk_error(unrecorded)
+    tail = ""
+    if unrecorded is not None:
+        tail = "; summary.json and report.md were not updated" + ("" if unrecorded is disk else f" ({os_problem(unrecorded)})")
+    if disk is None:
+        return RunError(f"training failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}{tail}")
+    name = errno.errorcode.get(disk.errno, "")
+    full = disk.errno in _DISK
+    what, fix = ("the disk is full", "free space on it") if full else ("a file could not be written", "fix its permissions")
+    at = disk.filename if disk.filename and disk is not unrecorded else run_dir
+    return RunError(
+        f"training failed: {what} ({disk.strerror}, {name}) at {at}{tail}; {fix}, then continue from the last complete "
+        f"checkpoint with --resume"
+    )
 
 
 def run(recipe: Recipe, prepared: rundir.Prepared, verbose: bool = False, callbacks: list | None = None) -> dict:
     """The four phases in order; a failure or an interrupt after the build is recorded in the run directory."""
     console.quiet_third_parties(verbose)
-    r = build(recipe, prepared, callbacks)
+    try:
+        r = build(recipe, prepared, callbacks)
+    except Exception as exc:  # a full disk while it writes recipe.yaml or summary.json: one line too
+        if _disk_error(exc) is None:
+            raise
+        raise _failure(prepared.path, exc) from exc
     try:
         check_rewards(r)
         r.summary["eval_before"] = (prepared.previous or {}).get("eval_before") or eval_pass(r, "before")
@@ -544,6 +602,5 @@ def run(recipe: Recipe, prepared: rundir.Prepared, verbose: bool = False, callba
         _stopped(r, "failed", f"{type(exc).__name__}: {exc}")
         raise
     except Exception as exc:
-        _stopped(r, "failed", f"{type(exc).__name__}: {exc}")
-        raise RunError(f"training failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}") from exc
+        raise _failure(r.dir, exc, _stopped(r, "failed", f"{type(exc).__name__}: {exc}")) from exc
     return r.summary

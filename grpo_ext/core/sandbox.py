@@ -18,9 +18,12 @@ covered by an empty one (no data set, recipe or home folder in sight), and the p
 folder, a tmpfs of ``disk_mb``; and the program runs as a user id of its own (no account, no privileges, one per
 run: ``user``), the judge as another, so the program can neither signal nor read it, and starts at most
 ``processes`` processes. The training process never forks: it spawns the harness, which sets all of this up.
-Without namespaces the program runs as the training user: the number of processes is limited only for a user
-other than root (the kernel does not apply ``RLIMIT_NPROC`` to root), the total it writes only file by file, it
-can read and write what that user can (the data set with the tests included), and it can reach the network.
+Without namespaces, a harness that is root still runs the program and the judge under user ids of their own
+(``isolation()`` gives ``("user",)``, where the interpreter is readable by any user): the program reads and writes
+what any user may (its own folder, /tmp; ``disk_mb`` does not apply, each file is bounded by ``file_mb``),
+signals none of the machine's processes, and can reach the network. A harness that is not root runs the program as the training user: ``processes`` counts every
+process of that user (so such a program can seldom start one), it can read and write what that user can (the data
+set with the tests included), and it can reach the network.
 
 This is defence in depth for code from a model being trained, not a security boundary against a determined
 attacker: the kernel is shared. For untrusted code from people, use a remote sandbox (E2B, Piston, Sandbox
@@ -61,7 +64,7 @@ class Limits:
     file_mb: int = 10
     processes: int = 64
     open_files: int = 64
-    disk_mb: int = 64  # all the program's files together, where the kernel allows a tmpfs (isolated runs)
+    disk_mb: int = 64  # all the program's files together, where the kernel allows a tmpfs (in namespaces)
 
 
 @dataclass(frozen=True)
@@ -78,14 +81,17 @@ class Result:
 
 @cache
 def isolation() -> tuple[str, ...]:
-    """What this machine lets a run have beyond the limits: ``("net", "pid", "mount", "user")``, or ``()``;
-    found once by running a program that must be able to write in its folder and nowhere else."""
+    """What this machine lets a run have beyond the limits: ``("net", "pid", "mount", "user")``, ``("user",)`` (root,
+    but no namespaces: a user id of its own all the same) or ``()``; found once by running a program that must be
+    able to write in its folder and nowhere else."""
     if not sys.platform.startswith("linux") or os.geteuid() != 0:
         return ()
-    full = ("net", "pid", "mount", "user")
-    probe = "open('mine', 'w').write('x')\ntry:\n    open('/w', 'w')\nexcept OSError:\n    pass\nelse:\n    raise SystemExit(3)"
-    ran = _run(probe, "", None, Limits(wall_seconds=20), full)
-    return full if ran.status == "passed" else ()
+    # it must write its folder and not "/", and read the standard library (not imported yet) as its own user
+    probe = "import fractions\nopen('mine', 'w').write('x')\ntry:\n    open('/w', 'w')\nexcept OSError:\n    pass\nelse:\n    raise SystemExit(3)"
+    for kinds in (("net", "pid", "mount", "user"), ("user",)):
+        if _run(probe, "", None, Limits(wall_seconds=20), kinds).status == "passed":
+            return kinds
+    return ()
 
 
 def _own_user() -> int:
@@ -151,16 +157,20 @@ def _feed(pipe, data: bytes) -> None:
 
 def _run(program: str, tests: str, stdin: str | None, limits: Limits, isolated: tuple[str, ...]) -> Result:
     uid = _own_user()
-    folder = Path(tempfile.mkdtemp(prefix="grpo_ext_sandbox_", dir=base_folder() if "user" in isolated else None))
+    own_user, spaces = "user" in isolated, "mount" in isolated
+    folder = Path(tempfile.mkdtemp(prefix="grpo_ext_sandbox_", dir=base_folder() if own_user else None))
     try:
         for name, text in (("program.py", program), ("stdin.txt", stdin or "")):
             (folder / name).write_text(text, encoding="utf-8")
         (folder / WORK).mkdir()
-        if "user" in isolated:
+        if own_user:
             folder.chmod(0o711)  # its users pass through to their folder; what the harness reads stays the harness's
+            if not spaces:  # no tmpfs of its own: the program's user owns its folder on the disk
+                os.chown(folder / WORK, uid, uid)
         settings = {
             "folder": str(folder),
-            "isolated": bool(isolated),
+            "namespaces": spaces,
+            "own_user": own_user,
             "python_home": str(Path(sys.base_prefix).resolve()),
             "uid": uid,
             "gid": uid,

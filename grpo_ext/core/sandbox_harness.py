@@ -32,7 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the 
 import sandbox_calls as calls  # noqa: E402
 
 PASSED, FAILED, TIMEOUT, SETUP_FAILED = 0, 1, 124, 125
-WORK = "work"  # the program's own folder inside the run's folder: where it may write (a bounded tmpfs when isolated)
+WORK = "work"  # the program's own folder inside the run's folder: where it may write (a bounded tmpfs in namespaces)
 _CLONE_NEWNS, _CLONE_NEWNET, _CLONE_NEWPID, _CLONE_NEWIPC = 0x00020000, 0x40000000, 0x20000000, 0x08000000
 _MS_RDONLY, _MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND, _MS_REC, _MS_PRIVATE = 0x1, 0x2, 0x4, 0x20, 0x1000, 0x4000, 0x40000
 _PR_SET_PDEATHSIG, _PR_SET_DUMPABLE = 1, 4
@@ -112,9 +112,9 @@ def _limit(s: dict, processes: bool) -> None:
 
 
 def _become(s: dict, uid: int) -> None:
-    """Drop to ``uid`` (isolated runs only); the process dies with the harness."""
+    """Drop to ``uid`` (where the harness is root); the process dies with the harness."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGCHLD])
-    if s["isolated"]:
+    if s["own_user"]:
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
@@ -136,7 +136,7 @@ def program_process(s: dict, source: str, stdin: int, ready: int, requests: int,
     try:
         os.dup2(stdin, 0)  # stdin carried the tests: the program gets its own input instead, before it runs
         _keep_fds(ready, requests, replies)
-        if s["isolated"]:  # the first process of the new PID namespace: a /proc of its own, host processes unseen
+        if s["namespaces"]:  # the first process of the new PID namespace: a /proc of its own, host processes unseen
             _libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV, None)
         _limit(s, processes=True)
         _become(s, s["uid"])
@@ -174,7 +174,7 @@ def judge_process(s: dict, requests: int, replies: int) -> None:
             chunks.append(chunk)
         tests = b"".join(chunks).decode("utf-8")
         _keep_fds(requests, replies)
-        _limit(s, processes=s["isolated"])  # its own user id: it starts nothing
+        _limit(s, processes=s["own_user"])  # its own user id: it starts nothing
         _become(s, s["judge_uid"])
         _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # after the uid change, which resets it
         os.chdir(os.path.join(s["folder"], WORK))  # to read what the program wrote, if a test asks
@@ -210,7 +210,7 @@ def harness(s: dict) -> int:
         source = fh.read()
     stdin = os.open(os.path.join(s["folder"], "stdin.txt"), os.O_RDONLY)
     try:
-        if s["isolated"]:
+        if s["namespaces"]:
             namespaces(s)
     except OSError as exc:  # a namespace this machine refused: the sandbox reports it, never runs unguarded
         print(f"sandbox setup failed: {exc}", file=sys.stderr)

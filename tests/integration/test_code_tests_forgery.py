@@ -148,6 +148,8 @@ FORGERIES = [
 
 @pytest.mark.parametrize("what,program,tests", FORGERIES, ids=[f[0] for f in FORGERIES])
 def test_no_forgery_passes(what, program, tests):
+    if "kill" in program and "user" not in sandbox.isolation():
+        pytest.skip("without a user id of its own, the program would kill every process of the user running the tests")
     result = sandbox.run(program, tests, None, LIMITS)
     assert result.status != "passed", f"{what}: {result}"
 

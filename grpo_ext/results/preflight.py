@@ -7,9 +7,12 @@ advantage and contributes no gradient), None and NaN counts, and seconds per cal
 reward gives no group a spread (a warning: step 1 would learn nothing), or too few of them
 (``health.preflight_flat_share``, a warning, with one reward as with several); one reward alone is constant or has
 no spread while others carry the signal (a note); a reward that returns None or NaN for every sample; rewards
-on very different scales. ``verdicts`` is pure Python; ``sample_and_score`` samples with ``scoring``'s machinery, and
-``sample_conversations`` with the trainer's tool loop for a recipe with tools, where it also says how often the
-model called a tool and how often a call failed.
+on very different scales; a budget that no sample of most groups ends within (``cut_verdict``: the share of groups
+whose samples were all cut at ``max_completion_length`` reaches ``health.clipped_share``). ``verdicts`` is pure
+Python; ``sample_and_score`` samples with ``scoring``'s machinery, and ``sample_conversations`` with the trainer's
+tool loop for a recipe with tools, where it also says how often the model called a tool, how often a call failed,
+and how many results TRL dropped because the conversation would pass ``max_completion_length``; and before any
+sample, whether a worked call of ``data.examples`` and its result fit that budget (``budget_verdict``).
 """
 
 import math
@@ -19,13 +22,18 @@ import time
 from grpo_ext.core.text import fmt
 from grpo_ext.results import scoring
 from grpo_ext.results.watchdog import (
+    LENGTH_REMEDY,
     LIMITS,
+    RESULTS_DROPPED_CAUSE,
+    RESULTS_DROPPED_REMEDY,
     TOOLS_FAILING_CAUSE,
     TOOLS_FAILING_REMEDY,
     TOOLS_UNUSED_CAUSE,
     TOOLS_UNUSED_REMEDY,
     Finding,
+    dropped_line,
 )
+from grpo_ext.run import rollouts
 from grpo_ext.settings import compat
 
 # a strict reward → the built-in partial-credit reward for its task
@@ -138,6 +146,66 @@ def verdicts(
     return {"rewards": stats, "total": total}, findings
 
 
+def cut_verdict(cut: list[bool], group: int, budget: int, limits: dict | None = None) -> tuple[dict, list[Finding]]:
+    """(what was cut, findings) from each sample's cut at ``budget`` (in groups of ``group``): a warning when no
+    sample ended in ``clipped_share`` or more of the groups, as then no group shows GRPO what ending earns. A base
+    model that rambles still ends a few: SmolLM2 ended 9 of 64 pre-flight samples of recipes/digit-lora.yaml (8
+    tokens) and 11 of 64 of recipes/arith.yaml (32), no group without one ending in most draws; both recipes learn.
+
+    >>> stats, found = cut_verdict([True] * 16, 8, 48)
+    >>> stats["groups_without_end"], found[0].rule
+    (2, 'preflight_cut')
+    """
+    limits = {**LIMITS, **(limits or {})}
+    groups = [cut[i : i + group] for i in range(0, len(cut), group)]
+    whole = sum(all(g) for g in groups if g)
+    stats = {"samples": sum(cut), "of": len(cut), "budget": budget, "groups_without_end": whole, "groups": len(groups)}
+    if not groups or whole / len(groups) < limits["clipped_share"]:
+        return stats, []
+    return stats, [
+        Finding(
+            0,
+            "preflight_cut",
+            f"{sum(cut)} of {len(cut)} samples cut at max_completion_length ({budget}); no sample ended in {whole} of "
+            f"{len(groups)} groups",
+            "the model writes more than the budget holds before it ends its reply, so no group shows what ending earns",
+            LENGTH_REMEDY,
+        )
+    ]
+
+
+def budget_verdict(exchanges: list, budget: int) -> list[Finding]:
+    """Findings from the worked exchanges of ``data.examples`` (``rollouts.worked_exchanges``) against ``budget``:
+    a warning when a call and its result pass it (TRL would drop the result of every call made as the examples make
+    them), else when the exchange with its answer does (the answer would be cut). The shipped examples fit:
+    recipes/arith-tools.yaml's take 57 tokens through the result and 63 in all of 64, recipes/guess.yaml's 159 and
+    166 of 224 (SmolLM2's tokenizer)."""
+    worst = max(exchanges, key=lambda e: e.whole, default=None)
+    if worst is None or worst.whole <= budget:
+        return []
+    through = next((t for t in worst.through_results if t > budget), None)
+    if through is not None:
+        symptom = (
+            f"a worked call of data.examples and its result take {through} tokens after the question, more than "
+            f"max_completion_length ({budget}): TRL will drop the result of a call made as the examples make it"
+        )
+    else:
+        symptom = (
+            f"a worked exchange of data.examples takes {worst.whole} tokens after the question, more than "
+            f"max_completion_length ({budget}): its call and result fit, and the answer after them is cut"
+        )
+    return [
+        Finding(
+            0,
+            "preflight_tool_budget",
+            symptom,
+            RESULTS_DROPPED_CAUSE,
+            f"raise training.max_completion_length to {worst.whole} or more (the worked exchange with its answer), "
+            "shorten the tool's output, or make the examples' calls and answers shorter",
+        )
+    ]
+
+
 def sample_and_score(
     model, tokenizer, rows: list[dict], reward_funcs: list, weights: list[float], training: dict, s, *, chat: bool, limits: dict
 ):
@@ -160,22 +228,28 @@ def sample_and_score(
             per_reward[fn.__name__] = list(fn(prompts=prompts, completions=flat, **extra))
             seconds[fn.__name__] = time.monotonic() - started
     stats, findings = verdicts(per_reward, weights, group, seconds, limits)
-    return stats, findings, round(time.monotonic() - t0, 1)
+    stops = rollouts.stop_ids(model, tokenizer)
+    stats["cut"], cut = cut_verdict([rollouts.cut_short(x, stops) for per in ids for x in per], group, s.max_new_tokens, limits)
+    return stats, findings + cut, round(time.monotonic() - t0, 1)
 
 
 def sample_conversations(trainer, rows: list[dict], weights: list[float], training: dict, s, *, limits: dict):
     """The pre-flight of a recipe with tools or an environment: ``num_generations`` conversations per row sampled by
     the trainer with its tool loop, at training's temperature and length (``run.rollouts``), scored as training
     scores them. Besides the reward verdicts: how often the model called a tool, wrote a call that could not be
-    read, or got an error back, with a warning when it never called one or when most calls failed.
+    read, or got an error back, or had a result dropped, with a warning when it never called one, when most calls
+    failed, or when most results were dropped; first, whether the worked examples' calls and results fit the budget.
     Returns (stats, findings, seconds spent)."""
     t0 = time.monotonic()
     group = compat.effective(training, "num_generations")
     s = scoring.as_training(s, training, group)
+    tokenizer = trainer.processing_class
+    worked = {e for row in rows for e in rollouts.worked_exchanges(tokenizer, row["prompt"])}
     with scoring.random_state_kept():
         sampled = scoring.play(trainer, rows, s)  # s.samples is the group: as_training set it
     names = list(sampled.scores)
     stats, findings = verdicts(sampled.scores, [*weights, *[1.0] * (len(names) - len(weights))], group, {}, limits)
+    findings += budget_verdict(sorted(worked, key=lambda e: e.start), s.max_new_tokens)
     stats["tools"] = tools = sampled.tool_counts()
     limits = {**LIMITS, **(limits or {})}
     if tools["called"] == 0:
@@ -199,16 +273,30 @@ def sample_conversations(trainer, rows: list[dict], weights: list[float], traini
                 TOOLS_FAILING_REMEDY,
             )
         )
-    return stats, findings, round(time.monotonic() - t0, 1)
+    if tools["dropped"] and tools["dropped_per_call"] >= limits["tool_failure_share"]:
+        findings.append(
+            Finding(
+                0,
+                "preflight_results_dropped",
+                f"{dropped_line(tools['dropped'], tools['budget'])}, {tools['dropped_per_call']:.0%} of the calls",
+                RESULTS_DROPPED_CAUSE,
+                RESULTS_DROPPED_REMEDY,
+            )
+        )
+    stats["cut"], cut = cut_verdict(sampled.cut, group, s.max_new_tokens, limits)
+    return stats, findings + cut, round(time.monotonic() - t0, 1)
 
 
 def describe_tools(tools: dict) -> str:
-    """``tools: 11 of 32 samples called one (34%), 2 wrote a call that could not be read, 1 got an error back``."""
+    """``tools: 11 of 32 samples called one (34%), 2 wrote a call that could not be read, 1 got an error back; 1.2
+    calls a sample``, and where TRL dropped results, ``; 4 tool results dropped: the conversation would pass
+    max_completion_length (48)``."""
     n = tools["samples"]
+    dropped = f"; {dropped_line(tools['dropped'], tools.get('budget'))}" if tools.get("dropped") else ""
     return (
         f"tools: {round(tools['called'] * n)} of {n} samples called one ({tools['called']:.0%}), "
         f"{round(tools['unread_call'] * n)} wrote a call that could not be read, {round(tools['error_back'] * n)} got an "
-        f"error back; {tools['calls_per_sample']:.3g} calls a sample"
+        f"error back; {tools['calls_per_sample']:.3g} calls a sample{dropped}"
     )
 
 

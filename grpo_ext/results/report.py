@@ -231,11 +231,14 @@ def reward_seconds(records: list[dict]) -> dict[str, float]:
 
 def tool_use(records: list[dict]) -> dict | None:
     """Tool calls in training, from TRL's ``tools/call_frequency`` (calls per completion) and
-    ``tools/failure_frequency`` (the share of calls that failed) on the metrics lines; None for a run without tools.
+    ``tools/failure_frequency`` (the share of calls that failed) on the metrics lines, and grpo_ext's
+    ``tools/dropped_results`` (results TRL dropped: the conversation would pass max_completion_length; TRL counts
+    such a call as one that worked); None for a run without tools.
 
-    >>> used = tool_use([{"tools/call_frequency": 0.0}, {"tools/call_frequency": 1.5, "tools/failure_frequency": 0.25}])
-    >>> used["calls_per_completion_first"], used["calls_per_completion_last"], used["failed_share_mean"]
-    (0.0, 1.5, 0.25)
+    >>> used = tool_use([{"tools/call_frequency": 0.0}, {"tools/call_frequency": 1.5, "tools/failure_frequency": 0.25,
+    ...                   "tools/dropped_results": 3.0}])
+    >>> used["calls_per_completion_first"], used["calls_per_completion_last"], used["failed_share_mean"], used["results_dropped"]
+    (0.0, 1.5, 0.25, 3)
     """
     calls = [r["tools/call_frequency"] for r in records if isinstance(r.get("tools/call_frequency"), (int, float))]
     if not calls:
@@ -245,16 +248,19 @@ def tool_use(records: list[dict]) -> dict | None:
         for r in records
         if isinstance(r.get("tools/failure_frequency"), (int, float)) and r.get("tools/call_frequency")
     ]
+    dropped = [r["tools/dropped_results"] for r in records if isinstance(r.get("tools/dropped_results"), (int, float))]
     return {
         "calls_per_completion_first": calls[0],
         "calls_per_completion_last": calls[-1],
         "calls_per_completion_mean": round(sum(calls) / len(calls), 4),
         "failed_share_mean": round(sum(failed) / len(failed), 4) if failed else None,
+        **({"results_dropped": round(sum(dropped))} if dropped else {}),  # none logged: a run from before they were counted
     }
 
 
-def tools_markdown(summary: dict) -> list[str]:
-    """report.md's Tools section: how the model used its tools in the evals and in training."""
+def tools_markdown(summary: dict, budget: int | None = None) -> list[str]:
+    """report.md's Tools section: how the model used its tools in the evals and in training, and the results TRL
+    dropped (``budget``: training's max_completion_length)."""
     evals = {label: (summary.get(key) or {}).get("tools") for label, key in (("before", "eval_before"), ("after", "eval_after"))}
     train = summary.get("tools")
     if not train and not any(evals.values()):
@@ -262,20 +268,31 @@ def tools_markdown(summary: dict) -> list[str]:
     lines = ["", "## Tools", ""]
     shown = {label: t for label, t in evals.items() if t}
     if shown:
-        lines += ["| eval | samples | called a tool | wrote a call that could not be read | got an error back | calls a sample |"]
-        lines += ["|---|---:|---:|---:|---:|---:|"]
+        lines += [
+            "| eval | samples | called a tool | wrote a call that could not be read | got an error back | calls a sample "
+            "| results dropped |"
+        ]
+        lines += ["|---|---:|---:|---:|---:|---:|---:|"]
         for label, t in shown.items():
             lines.append(
                 f"| {label} | {t['samples']} | {t['called']:.0%} | {t['unread_call']:.0%} | {t['error_back']:.0%} | "
-                f"{t['calls_per_sample']:.3g} |"
+                f"{t['calls_per_sample']:.3g} | {t.get('dropped', '-')} |"
             )
         lines.append("")
+        dropped = [
+            f"- eval {label}: {watchdog.dropped_line(t['dropped'], t.get('budget'))}"
+            for label, t in shown.items()
+            if t.get("dropped")
+        ]
+        lines += [*dropped, ""] if dropped else []
     if train:
         failed = train["failed_share_mean"]
+        dropped = train.get("results_dropped")
         lines.append(
             f"In training, calls per completion went from {train['calls_per_completion_first']:g} at the first step to "
             f"{train['calls_per_completion_last']:g} at the last (mean {train['calls_per_completion_mean']:g}); "
-            + (f"{failed:.0%} of the calls failed on the mean step." if failed is not None else "no call was made.")
+            + (f"{failed:.0%} of the calls failed on the mean step" if failed is not None else "no call was made")
+            + (f"; {watchdog.dropped_line(dropped, budget)} (TRL counts these calls as ones that worked)." if dropped else ".")
         )
     lines.append("The sample conversations below show each call as `→ tool(arguments)` and its result as `← result`.")
     return lines
@@ -324,7 +341,7 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
         lines += [f"- {line}" for line in change_lines(summary.get("eval_change"), "After vs before")]
     else:
         lines.append("No eval ran (no `data.eval_prompts`, or `eval.enabled: false`).")
-    lines += tools_markdown(summary)
+    lines += tools_markdown(summary, compat.effective(run_recipe.get("training") or {}, "max_completion_length"))
     lines += watchdog.markdown(summary.get("health"))
     lines += ["", "## Training curves", ""]
     lines.append(

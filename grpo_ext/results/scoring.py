@@ -200,10 +200,10 @@ def summarize(rows: list[dict], completions: list[list], flat_completions: list,
 def score_rollouts(rows: list[dict], sampled: "rollouts.Rollouts", reward_funcs: list, s: Settings) -> dict:
     """The eval's result from conversations sampled with the tool loop (``run.rollouts.sample``), scored there as
     in training: every reward of the recipe, and the environment's ``get_reward`` under its class name; how often
-    the model called a tool and got an error back."""
+    the model called a tool, got an error back, or had a result dropped."""
     funcs = {fn.__name__: fn for fn in reward_funcs}
     scored = {name: (funcs.get(name), scores) for name, scores in sampled.scores.items()}
-    texts = [rollouts.transcript(c) for c in sampled.completions]
+    texts = sampled.transcripts()
     per_row = [texts[i * s.samples : (i + 1) * s.samples] for i in range(len(rows))]
     result = summarize(rows, per_row, sampled.completions, scored, s.pass_threshold, s.pass_at)
     lengths = [len(ids) for ids in sampled.completion_ids]

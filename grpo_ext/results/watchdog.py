@@ -4,10 +4,11 @@ learning, with its likely cause and the remedy.
 The rules turn the troubleshooting table of the GRPO tutorial into checks (docs/health.md): steps
 where no sample got a score (every reward returned None), no learning signal (every completion of a group
 scored alike, so the group-relative advantage is zero), a flat reward, entropy collapse, KL rising fast (its
-median over a window, not the mean), completions pinned at ``max_completion_length``, a NaN or infinite loss
-or gradient, a reward that rises while the completions grow or while one reward saturates alone (possible
-reward hacking), a note that a loss near 0 is normal, and for a recipe with tools, a model that never calls them
-or whose calls keep failing. Each rule fires once per run. A metric the
+median over a window, not the mean), completions pinned at ``max_completion_length`` (most of them over a window,
+or every one of them a few steps in a row), a NaN or infinite loss or gradient, a reward that rises while the
+completions grow or while one reward saturates alone (possible reward hacking), a note that a loss near 0 is
+normal, and for a recipe with tools, a model that never calls them, whose calls keep failing, or whose tool results
+TRL keeps dropping (``tools/dropped_frequency``). Each rule fires once per run. A metric the
 installed TRL does not log leaves its rule silent. Pure Python over ``metrics.jsonl`` records, so a run's
 watchdog and ``grpo-ext doctor`` agree.
 """
@@ -179,6 +180,7 @@ class Watchdog:
             self._loss_zero,
             self._tools_unused,
             self._tools_failing,
+            self._results_dropped,
         )
         return [f for f in (rule() for rule in rules) if f is not None]
 
@@ -311,6 +313,18 @@ class Watchdog:
     def _pinned(self) -> Finding | None:
         n = self.limits["clipped_steps"]
         window = self._last(n)
+        every = self._last(ALL_CUT_STEPS)
+        if every and all(_num(r, "completions/clipped_ratio") == 1.0 for r in every) and not any(map(self.solved, every)):
+            length = _num(every[-1], _length_key(every))
+            return Finding(
+                every[-1]["step"],
+                "length_pinned",
+                f"every completion cut at max_completion_length for {plural(ALL_CUT_STEPS, 'step')} in a row "
+                "(completions/clipped_ratio 1.0)" + (f", mean length {length:.1f}" if length is not None else ""),
+                "no completion ends within the budget, so no group shows what ending earns: the budget is too short "
+                "for the answer, or the model does not end its replies",
+                LENGTH_REMEDY,
+            )
         if not window or not all("completions/clipped_ratio" in r for r in window) or any(self.solved(r) for r in window):
             return None
         cut = statistics.fmean(_num(r, "completions/clipped_ratio") or 0 for r in window)
@@ -323,8 +337,7 @@ class Watchdog:
             f"{cut:.0%} of the completions cut at max_completion_length over the last {n} steps"
             + (f" (mean length now {length:.1f})" if length is not None else ""),
             "the model rarely ends its answer, so few groups show what stopping earns",
-            "boost the end of the reply for the first steps (explore.end_boost: 1.3), reward ending the answer "
-            "(a stricter format reward, overlong_penalty), or raise max_completion_length if answers need room",
+            LENGTH_REMEDY,
         )
 
     def _entropy(self) -> Finding | None:
@@ -464,6 +477,26 @@ class Watchdog:
             TOOLS_FAILING_REMEDY,
         )
 
+    def _results_dropped(self) -> Finding | None:
+        # from the first step, not once the window is full: a budget that drops results drops them at once
+        window = self.records[-self.limits["tool_steps"] :]
+        shares = [_num(r, "tools/dropped_frequency") for r in window]
+        counts = [_num(r, "tools/dropped_results") or 0 for r in window]
+        called = [_num(r, "tools/call_frequency") or 0 for r in window]
+        if None in shares or not any(counts):
+            return None
+        share = statistics.fmean([f for f, c in zip(shares, called, strict=True) if c] or shares)
+        if share < self.limits["tool_failure_share"]:
+            return None
+        return Finding(
+            window[-1]["step"],
+            "tool_results_dropped",
+            f"{plural(round(sum(counts)), 'tool result')} dropped over the last {plural(len(window), 'step')}, {share:.0%} "
+            "of the calls (tools/dropped_frequency): the conversation would pass max_completion_length",
+            RESULTS_DROPPED_CAUSE,
+            RESULTS_DROPPED_REMEDY,
+        )
+
 
 # Tool calls per completion from which the entropy rule stands aside: arith-tools seeds 0 and 1 called on every
 # completion from step 2 or 3 and reached 0.96 and 0.91, at 0.009 to 0.04 nats per token, under the 0.05 floor the
@@ -472,6 +505,27 @@ class Watchdog:
 # sank to 0.008 as seed 2 (0.09 -> 0.31) sank to 0.012. What tells them apart is that seed 2's groups lost all
 # spread from step 8; the no-signal rule names that.
 MOSTLY_CALLS = 0.5
+
+# Steps in a row with every completion cut at the budget before the length rule speaks without waiting for its
+# window: a budget that holds no answer cuts every completion from step 1 (a tool run at 48 tokens for a 38-token call
+# and its 23-token result). A run that learns to end starts with some completions ending: SmolLM2 ended 9 of 64
+# pre-flight samples of recipes/digit-lora.yaml at 8 tokens and 11 of 64 of recipes/arith.yaml at 32; were each sample
+# cut that often, a step of 16 would be cut whole 1 time in 11 and 1 in 20, three in a row 1 in 1,400 or fewer. The
+# shipped recipes/digit.yaml (end boost) ended 59 of 64, and recipes/guess.yaml's seed 0 cut at most 0.875 of a step.
+ALL_CUT_STEPS = 3
+LENGTH_REMEDY = (
+    "boost the end of the reply for the first steps (explore.end_boost: 1.3), reward ending the answer "
+    "(a stricter format reward, overlong_penalty), or raise max_completion_length if answers need room"
+)
+RESULTS_DROPPED_CAUSE = (
+    "max_completion_length counts the whole conversation after the prompt, the tools' results included: TRL drops a "
+    "result that would pass it and ends the sample on the call, so the model never reads it (and TRL counts the call "
+    "as one that worked)"
+)
+RESULTS_DROPPED_REMEDY = (
+    "raise training.max_completion_length to hold each call, its result and the answer, shorten the tool's output, "
+    "or lower max_tool_calling_iterations"
+)
 
 # what the watchdog and the pre-flight say of a model that does not call its tools, or calls them wrongly
 TOOLS_UNUSED_CAUSE = "the model has not seen a call it could copy, or its chat template does not show it the tools"
@@ -491,6 +545,14 @@ TOOLS_FAILING_REMEDY = (
     "read the calls and their errors (grpo-ext doctor RUN --samples), make the tool's docstring and the examples' "
     "calls show its arguments, and have the tool answer bad input with a message rather than raise"
 )
+
+
+def dropped_line(count: float, budget: int | None) -> str:
+    """``4 tool results dropped: the conversation would pass max_completion_length (48)``, for every place that counts
+    them (the pre-flight, the eval, the report, the doctor)."""
+    return f"{plural(round(count), 'tool result')} dropped: the conversation would pass max_completion_length" + (
+        f" ({budget})" if budget is not None else ""
+    )
 
 
 def replay(records: list[dict], limits: dict | None = None, pass_thresholds: dict[str, float] | None = None) -> Watchdog:
@@ -533,9 +595,17 @@ def markdown(summary_health: dict | None) -> list[str]:
         lines.append("")
         tools = pre.get("tools")
         if tools:
+            dropped = f"; {dropped_line(tools['dropped'], tools.get('budget'))}" if tools.get("dropped") else ""
             lines += [
                 f"Tools in the pre-flight: {tools['called']:.0%} of the samples called one, {tools['unread_call']:.0%} wrote "
-                f"a call that could not be read, {tools['error_back']:.0%} got an error back.",
+                f"a call that could not be read, {tools['error_back']:.0%} got an error back{dropped}.",
+                "",
+            ]
+        cut = pre.get("cut")
+        if cut and cut["samples"]:
+            lines += [
+                f"Cut at max_completion_length ({cut['budget']}) in the pre-flight: {cut['samples']} of {cut['of']} samples; "
+                f"no sample ended in {cut['groups_without_end']} of {cut['groups']} groups.",
                 "",
             ]
     found = [*(pre or {}).get("findings", []), *summary_health.get("findings", [])]

@@ -19,7 +19,8 @@ def _num(value):
 
 def step_stats(record: dict, each_reward: bool = True) -> str:
     """``reward 0.812  digit_exact 0.750  kl 0.0012  len 2.1`` for one metrics record; a reward that scored samples
-    None (not judged) says how many: ``math_accuracy 0.750 (2 None)``."""
+    None (not judged) says how many: ``math_accuracy 0.750 (2 None)``; tool results TRL dropped, how many:
+    ``4 tool results dropped``."""
     parts = [f"reward {fmt(record.get('reward'))}"]  # a reward that scored no sample of the step logs None
     if each_reward:
         for key, value in record.items():
@@ -38,6 +39,9 @@ def step_stats(record: dict, each_reward: bool = True) -> str:
         )  # flat groups resampled
     if isinstance(record.get("skipped_rows"), (int, float)) and record["skipped_rows"] > 0:
         parts.append(f"skipped {record['skipped_rows']:.0%}")  # rows left out of the loss: zero advantage
+    dropped = record.get("tools/dropped_results")
+    if isinstance(dropped, (int, float)) and dropped > 0:  # TRL rolled them back: the conversation would pass the budget
+        parts.append(f"{dropped:g} tool result{'' if dropped == 1 else 's'} dropped")
     return "  ".join(parts)
 
 

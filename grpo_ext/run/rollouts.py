@@ -8,16 +8,20 @@ eval (temperature, completion length, samples per prompt) are swapped in while i
 conversations are read off the reward call TRL makes (``_calculate_rewards``).
 
 Each conversation is summarised for the run's health: whether the model called a tool, whether it wrote a call
-the parser could not read (``<tool_call>`` in its text and no call parsed), and how many results were errors (TRL's
-``{'error': ...}`` for a tool that raised, or a library tool's ``error: ...`` line).
+the parser could not read (``<tool_call>`` in its text and no call parsed), how many results were errors (TRL's
+``{'error': ...}`` for a tool that raised, or a library tool's ``error: ...`` line), how many results TRL dropped
+because the conversation with them would pass the token budget (``rewards.tool_use.unanswered``), and whether it
+was cut at that budget. ``worked_exchanges`` counts, before any sampling, the tokens a worked exchange of the
+prompt's examples takes after its question, as TRL counts them against ``max_completion_length``.
 """
 
 import contextlib
 import copy
+import sys
 from dataclasses import dataclass, field
 
 from grpo_ext.rewards.registry import call_text
-from grpo_ext.rewards.tool_use import is_error
+from grpo_ext.rewards.tool_use import is_error, unanswered
 from grpo_ext.run import hardware, trainer
 
 CALL_TAG = "<tool_call>"  # what a ChatML tool call opens with (grpo_ext's template and the Qwen family's)
@@ -30,14 +34,19 @@ class Rollouts:
     completions: list = field(default_factory=list)  # each a list of messages: assistant, tool, assistant, ...
     completion_ids: list = field(default_factory=list)
     scores: dict = field(default_factory=dict)  # reward name -> [score or None per sample]
+    cut: list = field(default_factory=list)  # per sample: cut at the token budget (TRL's completions/clipped_ratio)
+    iterations: int | None = None  # the tool loop's max_tool_calling_iterations (None: no limit)
+    budget: int | None = None  # the tokens a conversation had after its prompt, tool results included
 
     def tool_counts(self) -> dict:
-        """Shares of samples that called a tool, wrote a call that could not be read, or got an error back, and the
-        mean number of calls per sample."""
+        """Shares of samples that called a tool, wrote a call that could not be read, or got an error back; the
+        mean number of calls per sample; the tool results TRL dropped (a count, and a share of the calls it ran)."""
         n = len(self.completions) or 1
         calls = [sum(len(m.get("tool_calls") or []) for m in c if m.get("role") == "assistant") for c in self.completions]
         unread = [any(_unread_call(m) for m in c) for c in self.completions]
         errors = [sum(is_error(m.get("content")) for m in c if m.get("role") == "tool") for c in self.completions]
+        counted = [unanswered(c, self.iterations) for c in self.completions]
+        dropped, ran = sum(d for d, _ in counted), sum(calls) - sum(never for _, never in counted)
         return {
             "samples": len(self.completions),
             "called": round(sum(x > 0 for x in calls) / n, 4),
@@ -45,7 +54,14 @@ class Rollouts:
             "error_back": round(sum(x > 0 for x in errors) / n, 4),
             "calls_per_sample": round(sum(calls) / n, 4),
             "errors_per_call": round(sum(errors) / sum(calls), 4) if sum(calls) else 0.0,
+            "dropped": dropped,
+            "dropped_per_call": round(dropped / ran, 4) if ran else 0.0,
+            "budget": self.budget,
         }
+
+    def transcripts(self) -> list[str]:
+        """Each conversation as a person reads it (``transcript``), a result TRL dropped named where it would be."""
+        return [transcript(c, self.budget if unanswered(c, self.iterations)[0] else None) for c in self.completions]
 
 
 def _unread_call(message: dict) -> bool:
@@ -103,13 +119,88 @@ def sample(trainer, rows: list[dict], *, samples: int, temperature: float, max_n
     finally:
         del trainer._calculate_rewards
         trainer.model.train(was_training)
+    stops = stop_ids(trainer.model, trainer.processing_class)
+    out.iterations, out.budget = _iterations(trainer), max_new_tokens
     for completions, ids, scores in seen:
         out.completions += [list(c) for c in completions]
         out.completion_ids += [list(x) for x in ids]
+        out.cut += [cut_short(list(x), stops) for x in ids]
         for j, name in enumerate(names):
             column = scores[:, j].tolist()
             out.scores.setdefault(name, []).extend(None if x != x else x for x in column)  # TRL's NaN is a None score
     return out
+
+
+def _iterations(trainer) -> int | None:
+    """The trainer's max_tool_calling_iterations; None where there is no limit (TRL keeps sys.maxsize for it)."""
+    limit = getattr(trainer, "max_tool_calling_iterations", None)
+    return limit if isinstance(limit, int) and limit < sys.maxsize else None
+
+
+def stop_ids(model, tokenizer) -> set[int]:
+    """The tokens that end a completion as TRL reads them for ``completions/clipped_ratio``: the tokenizer's end
+    token, every end token the model's generation config declares, and padding."""
+    declared = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    declared = [declared] if isinstance(declared, int) else list(declared or [])
+    tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor's
+    own = (getattr(tokenizer, "eos_token_id", None), getattr(tokenizer, "pad_token_id", None))
+    return {t for t in (*own, *declared) if t is not None}
+
+
+def cut_short(ids: list[int], stops: set[int]) -> bool:
+    """A completion cut at the token budget: its last token is not one that ends it (TRL's rule for
+    ``completions/clipped_ratio``).
+
+    >>> cut_short([5, 6, 7], {2}), cut_short([5, 2], {2}), cut_short([], {2})
+    (True, False, False)
+    """
+    return bool(ids) and ids[-1] not in stops
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A worked exchange among a prompt's messages (a question, calls and their results, a closing reply): where it
+    starts, and the tokens it takes after its question through each turn of results (the next turn's opening
+    included) and through its closing reply, as TRL counts a conversation against ``max_completion_length``."""
+
+    start: int
+    through_results: tuple[int, ...]
+    whole: int
+
+
+def worked_exchanges(tokenizer, prompt) -> list[Exchange]:
+    """The exchanges with tool calls among a chat prompt's messages (``data.examples`` as the model reads them),
+    measured by rendering them with ``tokenizer``'s chat template: the turns after the question less the question
+    with its generation prompt, as TRL builds the call, its result and what follows by concatenation. Held against
+    TRL's own count on SmolLM2 with grpo_ext's ChatML tool template: 57 tokens through the result and 63 in all for
+    ``recipes/arith-tools.yaml``'s first example, TRL's 33 (the call) + 24 (the result) and + 6 (the answer)."""
+    if not isinstance(prompt, list):
+        return []
+
+    def ids(messages, generation: bool) -> list[int]:
+        text = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=generation)
+        return tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    found, start = [], None
+    for i, message in enumerate(prompt):
+        role = message.get("role")
+        if role == "user":
+            start = i
+        elif role == "assistant" and not message.get("tool_calls") and start is not None:
+            turns = prompt[start + 1 : i + 1]
+            if any(m.get("tool_calls") for m in turns):
+                head = prompt[: start + 1]
+                base = len(ids(head, True))
+                through = [
+                    len(ids(head + turns[: j + 1], True)) - base
+                    for j, m in enumerate(turns)
+                    if m.get("role") == "tool" and (j + 1 == len(turns) or turns[j + 1].get("role") != "tool")
+                ]
+                whole = ids(head + turns, False)
+                ends = [k for k, t in enumerate(whole) if t == tokenizer.eos_token_id]
+                found.append(Exchange(start, tuple(through), (ends[-1] + 1 if ends else len(whole)) - base))
+            start = None
+    return found
 
 
 def has_tool_turns(completion) -> bool:
@@ -119,9 +210,10 @@ def has_tool_turns(completion) -> bool:
     )
 
 
-def transcript(completion) -> str:
+def transcript(completion, budget: int | None = None) -> str:
     """One conversation as a person reads it: the model's text, each call as ``→ name(arguments)`` and each result as
-    ``← result``; a plain completion is returned as it is."""
+    ``← result``; a plain completion is returned as it is. With ``budget``, the closing call's results were dropped
+    (``Rollouts.transcripts``), and a ``←`` line says so in their place."""
     if isinstance(completion, str):
         return completion
     lines = []
@@ -133,6 +225,8 @@ def transcript(completion) -> str:
         if text:
             lines.append(text)
         lines += [call_text(call) for call in message.get("tool_calls") or []]
+    if budget is not None:
+        lines.append(f"← (result dropped: the conversation would pass max_completion_length ({budget}))")
     return "\n".join(lines)
 
 

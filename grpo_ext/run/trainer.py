@@ -9,6 +9,7 @@ import inspect
 
 from grpo_ext.core.errors import RunError
 from grpo_ext.recipe import Recipe
+from grpo_ext.rewards.tool_use import unanswered
 from grpo_ext.run import dynamic, skipping
 from grpo_ext.settings import compat
 
@@ -53,15 +54,34 @@ def fit_prompt_limit(args, longest: int) -> None:
         args.max_prompt_length = longest
 
 
-def trainer_class(skip_zero_advantage: bool = True, dynamic_sampling: int | None = None):
+def count_dropped(trainer, completions: list) -> None:
+    """Add to the step's metrics the tool results TRL dropped from ``completions`` (this process's, counted over
+    every process): ``tools/dropped_results``, a count over the whole step (one entry, summed into, since TRL logs
+    the mean of a metric's entries), and ``tools/dropped_frequency``, their share of the calls TRL ran (TRL's own
+    ``tools/failure_frequency`` counts a dropped call as one that worked)."""
+    import torch
+
+    limit = getattr(trainer, "max_tool_calling_iterations", None)
+    counted = [unanswered(c, limit) for c in completions]
+    calls = sum(len(m.get("tool_calls") or []) for c in completions if isinstance(c, list) for m in c if isinstance(m, dict))
+    local = torch.tensor([calls - sum(n for _, n in counted), sum(d for d, _ in counted)], device=trainer.accelerator.device)
+    ran, dropped = trainer.accelerator.gather(local).view(-1, 2).sum(0).tolist()
+    metrics = trainer._metrics["train" if trainer.model.training else "eval"]
+    metrics["tools/dropped_frequency"].append(dropped / ran if ran else 0.0)
+    step = metrics["tools/dropped_results"]
+    step[:] = [(step[0] if step else 0) + dropped]
+
+
+def trainer_class(skip_zero_advantage: bool = True, dynamic_sampling: int | None = None, tools: bool = False):
     """GRPOTrainer, or a subclass that does what the recipe's ``groups`` section asks: with ``skip_zero_advantage``
     its loss leaves out rows that cannot move the weights (``run/skipping.py``), logging the share it left out as
     ``skipped_rows``; with ``dynamic_sampling`` (the most extra generation rounds per batch) it replaces groups
-    without reward spread by groups for new prompts (``run/dynamic.py``), logging ``groups/*``."""
+    without reward spread by groups for new prompts (``run/dynamic.py``), logging ``groups/*``; with ``tools``
+    (a recipe with tools or an environment) it counts the tool results TRL dropped (``count_dropped``)."""
     import torch
     from trl import GRPOTrainer
 
-    if not skip_zero_advantage and dynamic_sampling is None:
+    if not skip_zero_advantage and dynamic_sampling is None and not tools:
         return GRPOTrainer
 
     class Trainer(GRPOTrainer):
@@ -84,6 +104,8 @@ def trainer_class(skip_zero_advantage: bool = True, dynamic_sampling: int | None
         def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
             scores = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
             self._grpo_ext_scores = scores  # every process's rows, as TRL scores them; read by the refill below
+            if tools:
+                count_dropped(self, completions)
             return scores
 
         def _generate_and_score_completions(self, inputs):
@@ -125,7 +147,9 @@ def make_trainer(
     """Build the trainer (``trainer_class``) with keywords only. The tokenizer goes to ``processing_class`` or
     ``tokenizer``, whichever the signature has; optional features (peft_config, quantization_config, ...) are
     passed only when set, and one this TRL does not take is refused in one line."""
-    GRPOTrainer = trainer_class(skip_zero_advantage, dynamic_sampling)
+    GRPOTrainer = trainer_class(
+        skip_zero_advantage, dynamic_sampling, bool(features.get("tools") or features.get("environment_factory"))
+    )
 
     params = inspect.signature(GRPOTrainer.__init__).parameters
     kwargs = {"model": model, "reward_funcs": reward_funcs, "args": args, "train_dataset": train_dataset, "callbacks": callbacks}

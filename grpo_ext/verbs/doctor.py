@@ -116,6 +116,26 @@ def _findings(entries, notes: list[str], where: str) -> list[watchdog.Finding]:
     return found
 
 
+def _dropped(records: list[dict], preflight: dict, recipe: dict) -> list[str]:
+    """A line counting the tool results TRL dropped in training (``tools/dropped_results``) and in the pre-flight,
+    with the remedy, whether or not a rule fired on them; none where none was dropped."""
+    trained = sum(r["tools/dropped_results"] for r in records if _number(r.get("tools/dropped_results")))
+    before = _mapping(preflight.get("tools")).get("dropped")
+    before = before if _number(before) else 0
+    if not trained and not before:
+        return []
+    budget = _mapping(recipe.get("training")).get("max_completion_length")
+    where = ", ".join(
+        part
+        for part in (f"{trained:g} in training" if trained else "", f"{before:g} in the pre-flight" if before else "")
+        if part
+    )
+    return [
+        f"tools: {watchdog.dropped_line(trained + before, budget if _number(budget) else None)} ({where}); "
+        f"remedy: {watchdog.RESULTS_DROPPED_REMEDY}"
+    ]
+
+
 def diagnose(run_dir: str | Path) -> tuple[list[str], bool]:
     """(lines to print, healthy) for a run directory."""
     run_dir = Path(run_dir)
@@ -154,6 +174,7 @@ def diagnose(run_dir: str | Path) -> tuple[list[str], bool]:
     preflight = _mapping(_mapping(summary.get("health")).get("preflight"))
     found = _findings(preflight.get("findings", []), lines, "summary.json") + dog.findings
     lines += [f.line() for f in found]
+    lines += _dropped(records, preflight, recipe)
     recorded = [f.get("rule") for r in records if isinstance(r.get("health"), list) for f in r["health"] if isinstance(f, dict)]
     replayed = [f.rule for f in dog.findings]
     if recorded and recorded != replayed:

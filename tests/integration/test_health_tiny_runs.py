@@ -75,5 +75,7 @@ def test_tiny_run_where_no_sample_scores(on_problem, status, steps, digit_doc, t
     assert cli.main(["train", str(write_recipe(doc))]) == (0 if on_problem == "warn" else 1)
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert (summary["status"], summary["steps"], summary["health"]["status"]) == (status, steps, "unhealthy")
-    assert [(f["rule"], f["step"]) for f in summary["health"]["findings"] if f["severity"] == "warning"] == [("unscored", 3)]
+    # the random tiny model never ends a reply within its 4 tokens: the length rule names that at step 3 too
+    warnings = [(f["rule"], f["step"]) for f in summary["health"]["findings"] if f["severity"] == "warning"]
+    assert warnings == [("unscored", 3), ("length_pinned", 3)]
     assert doctor.diagnose(tmp_path / "run")[1] is False

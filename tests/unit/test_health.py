@@ -130,13 +130,19 @@ WATCHDOG_CASES = [
         ),
         [("length_pinned", 8)],
     ),
-    # cut for 7 steps, then most completions end (mean 0.89 over 8 steps, then less): silent
+    # 15 of 16 cut for 7 steps, then most completions end (mean 0.83 over 8 steps, then less): silent
     (
         stream(
-            10, **{"completions/clipped_ratio": lambda s: 1.0 if s <= 7 else 0.1, "entropy": lambda s: 3 - 0.2 * s}, **FAILING
+            10, **{"completions/clipped_ratio": lambda s: 0.9375 if s <= 7 else 0.1, "entropy": lambda s: 3 - 0.2 * s}, **FAILING
         ),
         [],
     ),
+    # every completion cut from step 1 (a budget that holds no answer, in a run shorter than clipped_steps): at step 3
+    (stream(5, **{"completions/clipped_ratio": 1.0, "entropy": lambda s: 3 - 0.3 * s}, **FAILING), [("length_pinned", 3)]),
+    # every completion cut for 2 steps, then one in 16 ends: silent (a base model that rambles ends a few)
+    (stream(6, **{"completions/clipped_ratio": [1.0, 1.0, 0.9375, 1.0, 1.0, 0.9375], "entropy": 2.0}, **MOVING), []),
+    # every completion cut, and every reward at its pass mark (the answer comes before the cut): solved, silent
+    (stream(4, **{"completions/clipped_ratio": 1.0, "entropy": 1.0}, **SOLVED), []),
     # entropy below the floor before the task is solved
     (stream(3, entropy=[1.0, 0.5, 0.01], **FAILING), [("entropy_collapse", 3)]),
     # entropy near 0 once solved: silent
@@ -372,10 +378,65 @@ def test_preflight_samples_with_training_generation_settings(monkeypatch):
     assert stats["rewards"]["one"]["samples"] == 4
 
 
+CUT_CASES = [
+    # (cut per sample, group, findings): a warning when no sample ended in clipped_share (0.9) or more of the groups
+    ([True] * 64, 8, ["preflight_cut"]),  # a budget no answer fits: every sample of every group cut
+    # recipes/digit-lora.yaml's base model at 8 tokens: 55 of 64 cut, an ending in 6 of 8 groups (it learns to end)
+    ([i not in {0, 8, 9, 16, 24, 32, 33, 40, 41} for i in range(64)], 8, []),
+    ([True] * 56 + [False] + [True] * 7, 8, []),  # one ending sample in 8 groups: 7 of 8 without (88%)
+    ([True] * 19 * 8 + [False] + [True] * 7, 8, ["preflight_cut"]),  # 19 of 20 groups without one (95%)
+    ([False] * 64, 8, []),
+    ([], 8, []),
+]
+
+
+@pytest.mark.parametrize(("cut", "group", "rules"), CUT_CASES)
+def test_preflight_names_a_budget_no_sample_ends_within(cut, group, rules):
+    stats, findings = preflight.cut_verdict(cut, group, 48)
+    assert [f.rule for f in findings] == rules
+    assert stats["samples"] == sum(cut) and stats["budget"] == 48
+    for finding in findings:
+        assert finding.symptom.startswith(f"{sum(cut)} of {len(cut)} samples cut at max_completion_length (48)")
+        assert "raise max_completion_length" in finding.remedy
+
+
+def exchange(*through, whole):
+    from grpo_ext.run.rollouts import Exchange
+
+    return Exchange(0, through, whole)
+
+
+BUDGET_CASES = [
+    # (worked exchanges, max_completion_length, the start of the finding's symptom or None)
+    # a 38-token call and its 23-token result at 48: TRL drops the result
+    ([exchange(61, whole=70)], 48, "a worked call of data.examples and its result take 61 tokens"),
+    # recipes/arith-tools.yaml on SmolLM2: 57 through the result, 63 in all, at 64: fits
+    ([exchange(57, whole=63), exchange(56, whole=61)], 64, None),
+    # the same at 60: the result fits and the answer is cut
+    ([exchange(57, whole=63)], 60, "a worked exchange of data.examples takes 63 tokens"),
+    # recipes/guess.yaml: three guesses, 51, 102 and 159 tokens through their answers, 166 in all, at 224: fits
+    ([exchange(51, 102, 159, whole=166)], 224, None),
+    # at 128 the third guess's answer is dropped (the recipe as it was: "128 cut the third call")
+    ([exchange(51, 102, 159, whole=166)], 128, "a worked call of data.examples and its result take 159 tokens"),
+    ([], 48, None),  # no examples with a call
+]
+
+
+@pytest.mark.parametrize(("exchanges", "budget", "symptom"), BUDGET_CASES)
+def test_preflight_holds_the_worked_examples_against_the_budget(exchanges, budget, symptom):
+    findings = preflight.budget_verdict(exchanges, budget)
+    assert [f.symptom[: len(symptom)] for f in findings] == ([symptom] if symptom else [])
+    for finding in findings:
+        assert finding.rule == "preflight_tool_budget" and f"max_completion_length ({budget})" in finding.symptom
+        assert finding.remedy.startswith(f"raise training.max_completion_length to {max(e.whole for e in exchanges)} or more")
+
+
 def write_run(path, records: list[dict], status: str = "completed", health_cfg: dict | None = None, summary_extra=None):
     path.mkdir()
     (path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    (path / "recipe.yaml").write_text(yaml.safe_dump({"health": health_cfg or {}, "eval": {"pass_threshold": 1.0}}))
+    (path / "recipe.yaml").write_text(
+        yaml.safe_dump({"health": health_cfg or {}, "eval": {"pass_threshold": 1.0}, "training": {"max_completion_length": 48}})
+    )
     summary = {"status": status, "versions": {"trl": "0.19.1"}, **(summary_extra or {})}
     (path / "summary.json").write_text(json.dumps(summary))
     return path
@@ -400,6 +461,26 @@ DOCTOR_CASES = [
     ("strict", stream(3, frac_reward_zero_std=1.0, **FAILING), "completed", {"no_signal_steps": 3}, False),
     # a failed run is not healthy whatever its metrics
     ("failed", [], "failed", {}, False),
+    # a tool run whose every result TRL dropped (its failure_frequency 0, tool_success 0): named, not healthy
+    (
+        "dropped",
+        stream(
+            3,
+            reward=0.0,
+            rewards__tool_success__mean=0.0,
+            tools__call_frequency=1.0,
+            tools__failure_frequency=0.0,
+            tools__dropped_results=16,
+            tools__dropped_frequency=1.0,
+            frac_reward_zero_std=0.0,
+            entropy=lambda s: 3 - 0.5 * s,
+        ),
+        "completed",
+        {},
+        False,
+    ),
+    # a budget that cut every completion of a 4-step run, below clipped_steps (8): named, not healthy
+    ("cut", stream(4, completions__clipped_ratio=1.0, entropy=lambda s: 3 - 0.5 * s, **MOVING), "completed", {}, False),
 ]
 
 
@@ -412,6 +493,14 @@ def test_doctor_reads_run_directories(tmp_path, name, records, status, cfg, heal
     if name == "stuck":
         assert any("no learning signal" in line or "zero reward spread" in line for line in lines)
         assert any("add a partial-credit reward" in line for line in lines)
+    if name == "dropped":
+        assert "health: warning at step 1: 16 tool results dropped over the last 1 step, 100% of the calls" in "\n".join(lines)
+        assert (
+            "tools: 48 tool results dropped: the conversation would pass max_completion_length (48) (48 in training); "
+            "remedy: raise training.max_completion_length" in "\n".join(lines)
+        )
+    if name == "cut":
+        assert any("every completion cut at max_completion_length for 3 steps in a row" in line for line in lines)
 
 
 def test_doctor_cli_exit_status(tmp_path, capsys):

@@ -1,8 +1,8 @@
 """A recipe with tools, read and reported: the library's guessing game and the rows that feed it, the worked
 examples of ``data.examples`` (checked, then shaped as chat templates read them and put before each prompt),
-conversations summarised for the run's health (calls, calls the parser could not read, errors back) and shown as a
-person reads them, the watchdog's two tool rules on metric streams, and the Tools section of summary.json and
-report.md."""
+conversations summarised for the run's health (calls, calls the parser could not read, errors back, results TRL
+dropped) and shown as a person reads them, the watchdog's tool rules on metric streams, and the Tools section of
+summary.json and report.md."""
 
 import doctest
 import json
@@ -100,6 +100,10 @@ FAILED = conversation(
 )
 UNREAD = conversation({"role": "assistant", "content": '<tool_call>\n{"name": "calculator", "arguments": {9 + 4}}'})
 PLAIN = conversation({"role": "assistant", "content": "Answer: 12"})
+# TRL ran the call and rolled its result back: the conversation with it would pass max_completion_length
+DROPPED = conversation(CALLED[0])
+# a second call after a result, dropped; and the same conversation ended by max_tool_calling_iterations 1 (never run)
+AGAIN = conversation(*CALLED[:2], CALLED[0])
 
 
 def test_tool_counts_of_conversations():
@@ -111,8 +115,46 @@ def test_tool_counts_of_conversations():
         "error_back": 0.25,
         "calls_per_sample": 0.5,
         "errors_per_call": 0.5,
+        "dropped": 0,
+        "dropped_per_call": 0.0,
+        "budget": None,
     }
     assert rollouts.Rollouts().tool_counts()["called"] == 0
+
+
+UNANSWERED = [
+    # (conversation, max_tool_calling_iterations, (results dropped, calls never run))
+    (CALLED, 2, (0, 0)),  # every call answered
+    (DROPPED, 2, (1, 0)),  # the first call's result dropped: the sample ends on the call
+    (DROPPED, None, (1, 0)),  # no limit on calls: the same
+    (AGAIN, 2, (1, 0)),  # the second call's result dropped, one turn before the limit
+    (AGAIN, 1, (0, 1)),  # the limit reached: TRL never ran the second call
+    (PLAIN, 2, (0, 0)),
+    ("Answer: 12", 2, (0, 0)),  # plain text
+    ([], 2, (0, 0)),
+]
+
+
+@pytest.mark.parametrize(("completion", "limit", "expected"), UNANSWERED)
+def test_results_trl_dropped(completion, limit, expected):
+    assert tool_use.unanswered(completion, limit) == expected
+
+
+def test_dropped_results_are_counted_and_shown():
+    """A facts tool at 48 tokens: TRL dropped every result, tool_success gave 0, and nothing said why."""
+    done = rollouts.Rollouts(completions=[DROPPED, DROPPED, CALLED, AGAIN], iterations=2, budget=48)
+    counts = done.tool_counts()
+    assert (counts["dropped"], counts["dropped_per_call"], counts["error_back"]) == (3, 0.6, 0.0)  # 3 of 5 calls
+    assert preflight.describe_tools(counts).endswith(
+        "; 3 tool results dropped: the conversation would pass max_completion_length (48)"
+    )
+    assert done.transcripts()[0] == (
+        '→ calculator({"expression": "9 + 4"})\n← (result dropped: the conversation would pass max_completion_length (48))'
+    )
+    assert done.transcripts()[2] == rollouts.transcript(CALLED)  # an answered call as before
+    assert tool_use.tool_success([DROPPED, CALLED]) == [0.0, 1.0]
+    capped = rollouts.Rollouts(completions=[AGAIN], iterations=1, budget=48)
+    assert capped.tool_counts()["dropped"] == 0 and "dropped" not in capped.transcripts()[0]
 
 
 @pytest.mark.parametrize(
@@ -135,9 +177,54 @@ def test_transcript_shows_calls_and_results():
 
 
 def steps(n, **metrics):
+    """``n`` metrics records; a metric is a constant or a list of one value per step."""
     named = {key.replace("__", "/"): value for key, value in metrics.items()}
-    return [{"step": s, "reward": 0.1, "loss": 0.1, **named} for s in range(1, n + 1)]
+    return [
+        {"step": s, "reward": 0.1, "loss": 0.1, **{k: v[s - 1] if isinstance(v, list) else v for k, v in named.items()}}
+        for s in range(1, n + 1)
+    ]
 
+
+class CharTokenizer:
+    """One token a character (``<|im_start|>`` and ``<|im_end|>`` one each), with grpo_ext's ChatML tool template."""
+
+    eos_token_id = 1
+
+    def apply_chat_template(self, messages, tokenize, add_generation_prompt):
+        import jinja2
+
+        from grpo_ext.run import chat_tools
+
+        env = jinja2.Environment()
+        env.filters["tojson"] = json.dumps
+        template = env.from_string(chat_tools.TEMPLATE.read_text())
+        return template.render(messages=messages, add_generation_prompt=add_generation_prompt)
+
+    def __call__(self, text, add_special_tokens):
+        import re
+
+        parts = re.split(r"(<\|im_start\|>|<\|im_end\|>)", text)
+        special = {"<|im_start|>": 2, "<|im_end|>": self.eos_token_id}
+        return {"input_ids": [t for part in parts for t in ([special[part]] if part in special else map(ord, part))]}
+
+
+def test_worked_exchanges_are_measured_as_trl_counts_them():
+    """TRL's count of a conversation after the prompt: the call as generated (up to its end token), then the result
+    rendered by the template with the next turn's opening, then the answer to its end token."""
+    shaped = data.format_prompt("Bob has 8 cards?", "Use the calculator.", True, examples.messages(WORKED + WORKED))
+    first, second = rollouts.worked_exchanges(CharTokenizer(), shaped)
+    call = len('<tool_call>\n{"name": "calculator", "arguments": {"expression": "9 + 4"}}\n</tool_call>') + 1  # + <|im_end|>
+    # "\n", <|im_start|>, "user\n<tool_response>...", <|im_end|>, "\n", <|im_start|>, "assistant\n"
+    result = 1 + 1 + len("user\n<tool_response>\n13\n</tool_response>") + 1 + 1 + 1 + len("assistant\n")
+    answer = len("Answer: 13") + 1
+    assert (first.start, first.through_results, first.whole) == (1, (call + result,), call + result + answer)
+    assert (second.start, second.through_results, second.whole) == (5, first.through_results, first.whole)
+    assert rollouts.worked_exchanges(CharTokenizer(), "plain prompt") == []
+    plain = data.format_prompt("q", None, True, examples.messages([WORKED[0], WORKED[3]]))
+    assert rollouts.worked_exchanges(CharTokenizer(), plain) == []  # no call among the examples: nothing to hold
+
+
+DROPPING = {"tools__call_frequency": 1.0, "tools__failure_frequency": 0.0}
 
 TOOL_CASES = [
     # (records, the rules fired with their steps)
@@ -147,6 +234,17 @@ TOOL_CASES = [
     (steps(8, tools__call_frequency=0.5, tools__failure_frequency=0.25), []),  # most calls work
     (steps(8, tools__call_frequency=1.0, tools__failure_frequency=0.0), []),  # a model that uses its tool
     (steps(8), []),  # a recipe without tools: TRL logs no tools/ metrics
+    # every call's result dropped from step 1 (TRL's failure_frequency 0): named at once, not after tool_steps
+    (steps(2, **DROPPING, tools__dropped_results=16, tools__dropped_frequency=1.0), [("tool_results_dropped", 1)]),
+    # a quarter of the calls' results dropped (a second call past the budget): counted, not a finding
+    (steps(8, **DROPPING, tools__dropped_results=4, tools__dropped_frequency=0.25), []),
+    # none dropped
+    (steps(8, **DROPPING, tools__dropped_results=0, tools__dropped_frequency=0.0), []),
+    # a few dropped at first, then every one: named when the mean share reaches half
+    (
+        steps(3, **DROPPING, tools__dropped_results=[2, 16, 16], tools__dropped_frequency=[0.125, 1.0, 1.0]),
+        [("tool_results_dropped", 2)],
+    ),
 ]
 
 
@@ -196,15 +294,74 @@ def test_summary_and_report_say_how_tools_were_used():
         "calls_per_completion_mean": 0.625,
         "failed_share_mean": 0.0,
     }
-    counts = {"samples": 8, "called": 0.25, "unread_call": 0.125, "error_back": 0.0, "calls_per_sample": 0.25}
+    counts = {"samples": 8, "called": 0.25, "unread_call": 0.125, "error_back": 0.0, "calls_per_sample": 0.25, "dropped": 0}
     lines = report.tools_markdown({"tools": used, "eval_before": {"tools": counts}, "eval_after": None})
-    assert "| before | 8 | 25% | 12% | 0% | 0.25 |" in lines
-    assert any("from 0.25 at the first step to 1 at the last" in line for line in lines)
+    assert "| before | 8 | 25% | 12% | 0% | 0.25 | 0 |" in lines
+    assert any("from 0.25 at the first step to 1 at the last" in line and "dropped" not in line for line in lines)
     assert report.tools_markdown({}) == [] and report.tool_use(steps(2)) is None
     # a mean over 64 samples is shown to 3 significant digits, in the table and in the pre-flight's line
     many = {**counts, "samples": 64, "calls_per_sample": 1.1562}
-    assert "| before | 64 | 25% | 12% | 0% | 1.16 |" in report.tools_markdown({"eval_before": {"tools": many}})
+    assert "| before | 64 | 25% | 12% | 0% | 1.16 | 0 |" in report.tools_markdown({"eval_before": {"tools": many}})
     assert preflight.describe_tools(many).endswith("error back; 1.16 calls a sample")
+
+
+def test_summary_and_report_count_the_results_trl_dropped():
+    """TRL's failure_frequency counts a dropped call as one that worked: the report says 0% failed and how many were
+    dropped, in training and in each eval, with the budget they would have passed."""
+    records = steps(2, **DROPPING, tools__dropped_results=[16, 12], tools__dropped_frequency=[1.0, 0.75])
+    used = report.tool_use(records)
+    assert used["results_dropped"] == 28 and used["failed_share_mean"] == 0.0
+    counts = {"samples": 4, "called": 1.0, "unread_call": 0.0, "error_back": 0.0, "calls_per_sample": 1.0}
+    before = {**counts, "dropped": 4, "budget": 48}
+    lines = report.tools_markdown({"tools": used, "eval_before": {"tools": before}}, budget=48)
+    assert "| before | 4 | 100% | 0% | 0% | 1 | 4 |" in lines
+    assert "- eval before: 4 tool results dropped: the conversation would pass max_completion_length (48)" in lines
+    assert any(
+        line.endswith(
+            "0% of the calls failed on the mean step; 28 tool results dropped: the conversation would pass "
+            "max_completion_length (48) (TRL counts these calls as ones that worked)."
+        )
+        for line in lines
+    )
+
+
+def test_the_progress_line_counts_the_results_trl_dropped():
+    from grpo_ext.run import progress
+
+    record = {"reward": 0.0, "tools/dropped_results": 16.0, "tools/dropped_frequency": 1.0}
+    assert progress.step_stats(record).endswith("  16 tool results dropped")
+    assert progress.step_stats({**record, "tools/dropped_results": 1.0}).endswith("  1 tool result dropped")
+    assert "dropped" not in progress.step_stats({**record, "tools/dropped_results": 0.0})
+
+
+class Gathered:
+    """An accelerator of one process: gather hands the tensor back."""
+
+    device = "cpu"
+
+    def gather(self, tensor):
+        return tensor
+
+
+def test_training_counts_the_results_trl_dropped_over_a_step():
+    """One count for the whole step (TRL logs the mean of a metric's entries: each generation batch adds to one),
+    and the share of the calls TRL ran (a call it never ran, at max_tool_calling_iterations, is not one)."""
+    import collections
+    import types
+
+    from grpo_ext.run import trainer
+
+    fake = types.SimpleNamespace(
+        accelerator=Gathered(),
+        max_tool_calling_iterations=1,
+        model=types.SimpleNamespace(training=True),
+        _metrics={"train": collections.defaultdict(list)},
+    )
+    trainer.count_dropped(fake, [DROPPED, DROPPED, CALLED, PLAIN])
+    trainer.count_dropped(fake, [DROPPED, AGAIN])  # a second generation batch in the step; AGAIN's call never ran
+    metrics = fake._metrics["train"]
+    assert metrics["tools/dropped_results"] == [3]
+    assert metrics["tools/dropped_frequency"] == [2 / 3, 1 / 2]
 
 
 @pytest.mark.parametrize("module", [examples, environments, generators, report])

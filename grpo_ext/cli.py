@@ -8,7 +8,7 @@
     grpo-ext eval RECIPE --model RUN_DIR --checkpoints  score every checkpoint of a run; eval_curve.png
     grpo-ext rewards [ls]                               reward names with their one-line descriptions
     grpo-ext rewards show NAME                          a reward's arguments and documentation
-    grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg k=v] [--column k=v]   score one completion
+    grpo-ext rewards score NAME --completion TEXT [--prompt P] [--answer A] [--arg k=v] [--column k=v]   score one completion
     grpo-ext tools [ls] | tools show NAME               tools a recipe's model may call, and one tool's documentation
     grpo-ext filter RECIPE [--model M] [--k 8] [--keep 0.1:0.9]   keep the training rows a model solves sometimes
     grpo-ext merge RUN_DIR [--out DIR] [--force]        fold a LoRA adapter into its base model
@@ -39,7 +39,7 @@ from grpo_ext.core.files import exists, refuse_to_replace, write_atomic
 from grpo_ext.core.text import first_line, shown, suggest
 from grpo_ext.recipe import json_schema, load, parse_override
 from grpo_ext.recipe.schema import SCHEMA
-from grpo_ext.rewards import guard, registry, unscored
+from grpo_ext.rewards import guard, judge, registry, unscored
 from grpo_ext.settings import compat, shapes, variants
 from grpo_ext.tools import environments
 from grpo_ext.tools import library as tool_library
@@ -200,12 +200,18 @@ def cmd_tools_show(args) -> None:
 
 
 def cmd_rewards_score(args) -> None:
-    """``grpo-ext rewards score NAME --completion TEXT [--answer A] [--arg k=v] [--column k=v] [--column-yaml k=v]``:
-    one score, no model. The reward runs under training's guard (its time limit, its checks of the scores, an exit
-    caught), so a score training refuses is refused here with training's line; None comes with its reason."""
+    """``grpo-ext rewards score NAME --completion TEXT [--prompt P] [--answer A] [--arg k=v] [--column k=v]
+    [--column-yaml k=v]``: one score, no model; ``--completion`` given several times scores them as one group of
+    the prompt, as training hands a group (``llm_judge``'s ``mode: group`` grades them together). The reward runs
+    under training's guard (its time limit, its checks of the scores, an exit caught), so a score training refuses
+    is refused here with training's line; None comes with its reason, and a judge's reply is shown."""
     reward_args = _key_values(args.arg, "--arg", "max_length=256")
     fn = rewards.build(args.name, reward_args, Path.cwd(), "rewards score")
     row = _columns(args.column) | _key_values(args.column_yaml, "--column-yaml", "'tests=[{input: 2, output: 4}]'")
+    prompt = args.prompt if args.prompt is not None else row.get("prompt", "")
+    if args.prompt is not None and "prompt" in row:
+        raise RecipeError("rewards score: the prompt is given twice (--prompt and --column prompt=...); keep --prompt")
+    row.pop("prompt", None)  # the prompt goes to the reward as its prompts, as TRL hands it, not as a column
     if args.answer is not None:
         row[reward_args.get("answer_column", "answer")] = args.answer
     missing = [c for c in compat.reward_columns(fn) if c not in row]
@@ -215,11 +221,21 @@ def cmd_rewards_score(args) -> None:
         raise RecipeError(f"rewards score: {args.name} reads column {', '.join(map(repr, missing))} of each row; pass {given}")
     timeout = SCHEMA["reward"]["timeout"].default  # a recipe's rewards[i].timeout when it sets none
     guarded = rewards.Guarded(fn, guard.metric_name(args.name, fn), timeout=timeout)
-    score = guarded(prompts=[""], completions=[args.completion], **{name: [value] for name, value in row.items()})[0]
-    if score is None:
-        print(f"{guarded.__name__}: None; {unscored.reason(fn, row)}")
-    else:
-        print(f"{guarded.__name__}: {round(score, 6)}")  # 0.72, not 0.7200000000000001
+    n = len(args.completion)
+    columns = {name: [value] * n for name, value in row.items()}
+    scores = guarded(prompts=[prompt] * n, completions=args.completion, **columns)
+    replies = fn.replies if isinstance(fn, judge.Judge) else [None] * n
+    group = isinstance(fn, judge.Judge) and fn.settings["mode"] == "group"  # one reply grades them all
+    for i, score in enumerate(scores):
+        label = guarded.__name__ if n == 1 else f"{guarded.__name__} #{i + 1}"
+        if score is None:
+            print(f"{label}: None; {unscored.reason(fn, row, i)}")
+        else:
+            print(f"{label}: {round(score, 6)}")  # 0.72, not 0.7200000000000001
+        if replies[i] is not None and not group:
+            print(f"judge said: {shown(replies[i], judge.SAID_CHARS)}")
+    if group and replies[0] is not None:
+        print(f"judge said: {shown(replies[0], judge.SAID_CHARS)}")
     if _counts_tokens(fn):
         print("note: lengths counted in characters here (no tokenizer); training and eval count tokens")
 
@@ -385,7 +401,13 @@ def parser() -> argparse.ArgumentParser:
         "--column keeps a value's text as given (line breaks included); --column-yaml reads it as YAML.",
     )
     score.add_argument("name", help="registry name, module:function or file.py:function, as in a recipe")
-    score.add_argument("--completion", required=True, help="the completion text to score")
+    score.add_argument(
+        "--completion",
+        action="append",
+        required=True,
+        help="a completion to score; given several times, the completions of one prompt, scored as one group",
+    )
+    score.add_argument("--prompt", help="the prompt the completions answer (a judge's rubric shows it as {prompt})")
     score.add_argument("--answer", help="the reference answer (the dataset's answer column)")
     score.add_argument(
         "--arg", action="append", default=[], metavar="KEY=VALUE", help="a reward argument, read as YAML (repeatable)"

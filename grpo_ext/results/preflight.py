@@ -33,6 +33,7 @@ from grpo_ext.results.watchdog import (
     Finding,
     dropped_line,
 )
+from grpo_ext.rewards.judge import judge_of
 from grpo_ext.run import rollouts
 from grpo_ext.settings import compat
 
@@ -78,9 +79,16 @@ def _summed(per_reward: dict[str, list], weights: list[float]) -> list[float | N
 
 
 def verdicts(
-    per_reward: dict[str, list], weights: list[float], group: int, seconds: dict[str, float], limits: dict | None = None
+    per_reward: dict[str, list],
+    weights: list[float],
+    group: int,
+    seconds: dict[str, float],
+    limits: dict | None = None,
+    judges: frozenset[str] = frozenset(),
 ):
-    """(stats per reward and for the weighted ``total``, findings at step 0) from each reward's scores."""
+    """(stats per reward and for the weighted ``total``, findings at step 0) from each reward's scores. ``judges``:
+    the rewards that ask a judge model for a grade (``llm_judge``); one that gives every sample the same grade is
+    named as a judge that cannot tell them apart (its rubric, model or grade parsing), not as a strict reward."""
     limits = {**LIMITS, **(limits or {})}
     stats = {name: reward_stats(scores, group, seconds.get(name)) for name, scores in per_reward.items()}
     total = reward_stats(_summed(per_reward, weights), group, None)
@@ -103,12 +111,24 @@ def verdicts(
         elif s["zero_spread_groups"] == 1.0:
             shaped = PARTIAL_CREDIT.get(name)
             partial = f"a partial-credit reward ({shaped})" if shaped and shaped not in stats else "a partial-credit reward"
+            scored = n - s["none"]
+            on = f"all {n} samples" if scored == n else f"all {scored} samples it scored ({s['none']} of {n} None)"
             constant = (
-                f"scored {s['min']:g} on all {n} samples"
-                if s["min"] == s["max"]
-                else f"scored the same within every group of {group}"
+                f"scored {s['min']:g} on {on}" if s["min"] == s["max"] else f"scored the same within every group of {group}"
             )
             alone = len(stats) == 1 or (total["zero_spread_groups"] or 0) >= limits["zero_std_share"]
+            if name in judges and s["min"] == s["max"]:
+                say(
+                    "preflight_no_gradient",
+                    f"{name} gave the grade {s['min']:g} to {on}: the judge cannot tell them apart, so GRPO gets no "
+                    "gradient from it",
+                    "the judge does not grade what the rubric asks: a model too small to judge, a rubric it does not "
+                    "follow, or a reply whose grade is read wrong (the first number on the scale)",
+                    "check the rubric, the judge model and the grades it writes (grpo-ext rewards score llm_judge --prompt "
+                    "P --completion A --completion B shows what it said; completions.jsonl keeps its replies)",
+                    "warning" if alone else "note",
+                )
+                continue
             say(
                 "preflight_no_gradient",
                 f"{name} {constant}: every group has zero spread, so GRPO gets no gradient from it",
@@ -227,7 +247,8 @@ def sample_and_score(
             started = time.monotonic()
             per_reward[fn.__name__] = list(fn(prompts=prompts, completions=flat, **extra))
             seconds[fn.__name__] = time.monotonic() - started
-    stats, findings = verdicts(per_reward, weights, group, seconds, limits)
+    judges = frozenset(fn.__name__ for fn in reward_funcs if judge_of(fn))
+    stats, findings = verdicts(per_reward, weights, group, seconds, limits, judges)
     stops = rollouts.stop_ids(model, tokenizer)
     stats["cut"], cut = cut_verdict([rollouts.cut_short(x, stops) for per in ids for x in per], group, s.max_new_tokens, limits)
     return stats, findings + cut, round(time.monotonic() - t0, 1)
@@ -248,7 +269,8 @@ def sample_conversations(trainer, rows: list[dict], weights: list[float], traini
     with scoring.random_state_kept():
         sampled = scoring.play(trainer, rows, s)  # s.samples is the group: as_training set it
     names = list(sampled.scores)
-    stats, findings = verdicts(sampled.scores, [*weights, *[1.0] * (len(names) - len(weights))], group, {}, limits)
+    judges = frozenset(fn.__name__ for fn in getattr(trainer, "reward_funcs", []) if judge_of(fn))
+    stats, findings = verdicts(sampled.scores, [*weights, *[1.0] * (len(names) - len(weights))], group, {}, limits, judges)
     findings += budget_verdict(sorted(worked, key=lambda e: e.start), s.max_new_tokens)
     stats["tools"] = tools = sampled.tool_counts()
     limits = {**LIMITS, **(limits or {})}

@@ -91,6 +91,38 @@ def too_few(columns: dict[str, dict | None]) -> list[str]:
     return [f"too few prompts for an interval: {plural(max(judged), 'prompt')} judged; an interval takes at least {least}"]
 
 
+def unscored(columns: dict[str, dict | None]) -> list[str]:
+    """The line under a score table that counts the samples a reward scored None (a judge that gave no grade, a
+    reference that could not be read), which its mean and pass rate leave out; none when every sample was scored.
+
+    >>> unscored({"before": {"samples": 4, "rewards": {"llm_judge": {"judged": 1}, "digit_exact": {"judged": 4}}},
+    ...           "after": {"samples": 4, "rewards": {"llm_judge": {"judged": 4}}}})
+    ['not scored (None), left out of the mean and pass rate: llm_judge 3 of 4 samples before, 0 of 4 samples after']
+    """
+    shown = {label: result for label, result in columns.items() if result}
+    parts = []
+    for name in _reward_names(columns):
+        counts = {
+            label: (result["samples"] - result["rewards"][name]["judged"], result["samples"])
+            for label, result in shown.items()
+            if "judged" in result["rewards"].get(name, {}) and isinstance(result.get("samples"), int)
+        }
+        if any(missing for missing, _ in counts.values()):
+            parts.append(f"{name} " + ", ".join(f"{missing} of {of} samples {label}" for label, (missing, of) in counts.items()))
+    return ["not scored (None), left out of the mean and pass rate: " + "; ".join(parts)] if parts else []
+
+
+def sample_count(result: dict) -> str:
+    """``4 samples``, and the samples a reward scored None: ``4 samples, 3 of them not scored by llm_judge``.
+
+    >>> sample_count({"samples": 4, "rewards": {"llm_judge": {"judged": 1}, "digit_exact": {"judged": 4}}})
+    '4 samples, 3 of them not scored by llm_judge'
+    """
+    n = result["samples"]
+    missing = [(n - r["judged"], name) for name, r in result["rewards"].items() if r.get("judged", n) < n]
+    return plural(n, "sample") + "".join(f", {k} of them not scored by {name}" for k, name in missing)
+
+
 def rate_cell(scores: dict | None) -> str:
     """One reward's pass rate with its interval, ``0.984 [0.91, 1.00]``, or ``-``."""
     return _with_ci((scores or {}).get("pass_rate"), (scores or {}).get("pass_rate_ci"), False)
@@ -146,7 +178,7 @@ def score_table(columns: dict[str, dict | None]) -> list[str]:
     ]
     for name, _, row in rows:
         lines.append(f"{name:<24}" + "".join(f"{m:>{width - pass_w}}{p:>{pass_w}}" for m, p in row))
-    return [line.rstrip() for line in lines] + too_few(columns)
+    return [line.rstrip() for line in lines] + too_few(columns) + unscored(columns)
 
 
 def score_markdown(columns: dict[str, dict | None]) -> list[str]:
@@ -160,8 +192,8 @@ def score_markdown(columns: dict[str, dict | None]) -> list[str]:
     ]
     for _, name, row in _score_rows(columns):
         lines.append(f"| {name} | " + " | ".join(f"{m} | {p}".rstrip() for m, p in row) + " |")
-    few = too_few(columns)
-    return lines + (["", *few] if few else [])
+    notes = too_few(columns) + unscored(columns)
+    return lines + [line for note in notes for line in ("", note)]  # each its own paragraph
 
 
 def change_lines(changes: dict | None, label: str) -> list[str]:

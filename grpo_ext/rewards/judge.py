@@ -11,8 +11,12 @@ step's requests go out concurrently (``concurrency`` at a time), identical reque
 and the client retries with back-off (``retries``). ``call_seconds`` is a total deadline, not a limit per read:
 every request of one call, retries included, ends by it, and the request still open then is cancelled (its
 connection closed), so a slow, dead or trickling server gives None scores and one line saying so, never a hung
-run nor a process that waits for it at exit. Before the model loads, one request, under the same deadline, checks
-that the server answers and that the rubric's reply parses (``preflight``).
+run nor a process that waits for it at exit. A server that answers with an error status is quoted: its own message
+(``error.message``, or FastAPI's ``detail`` as ``transformers serve`` sends it), which the client's exception drops
+unless the body is OpenAI's shape. Before the model loads, one request, under the same deadline, checks that the
+server answers and that the rubric's reply parses (``preflight``); a server that refuses it has its models listed
+(``GET /models``) when the name asked for is not among them. What the judge replied to each completion is kept
+(``said``) for ``completions.jsonl`` and ``grpo-ext rewards score``.
 """
 
 import asyncio
@@ -26,6 +30,7 @@ import threading
 from collections import OrderedDict
 
 from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.text import clip
 from grpo_ext.rewards.registry import completion_text, prompt_text, register
 
 RUBRIC = (
@@ -40,6 +45,43 @@ GROUP_RUBRIC = (
 )
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _OWN_FIELDS = {"prompt", "completion", "low", "high", "n", "responses"}
+SAID_CHARS = 300  # of a server's error message in a line: a stack trace some servers send stays out of it
+
+
+def said_in(body) -> str | None:
+    """The message of an error response's body: OpenAI's ``{"error": {"message": ...}}``, FastAPI's ``{"detail": ...}``
+    (a text, or its validation errors' ``msg``), a ``message``, or the text itself; None when it holds none.
+
+    >>> said_in({"detail": "Server is pinned to 'm'"}), said_in({"error": {"message": "no such model", "code": 404}})
+    ("Server is pinned to 'm'", 'no such model')
+    >>> said_in({"detail": [{"loc": ["body", "model"], "msg": "Field required"}]}), said_in({"ok": 1}), said_in(" ")
+    ('Field required', None, None)
+    """
+    if isinstance(body, str):
+        return body.strip() or None
+    if isinstance(body, dict):
+        return next((found for key in ("error", "detail", "message") if (found := said_in(body.get(key)))), None)
+    if isinstance(body, list):
+        parts = [said_in(item.get("msg") if isinstance(item, dict) else item) for item in body]
+        return "; ".join(p for p in parts if p) or None
+    return None
+
+
+def problem(exc: BaseException) -> str:
+    """A failed request in one line: the exception's name, and for an error status the status and the server's own
+    message, on one line without its closing full stop (the client's text keeps it only when the body is OpenAI's
+    shape: ``Error code: 400`` alone otherwise)."""
+    status = getattr(exc, "status_code", None)  # openai's APIStatusError: status_code, and body as the server sent it
+    message = said_in(getattr(exc, "body", None)) if isinstance(status, int) else None
+    if message is None:
+        return f"{type(exc).__name__}: {exc}"
+    return f"{type(exc).__name__} (HTTP {status}): {clip(' '.join(message.split()).rstrip('.'), SAID_CHARS)}"
+
+
+def judge_of(fn) -> "Judge | None":
+    """The ``llm_judge`` behind a reward as a run holds it (guarded: the original is ``.fn``); None for another."""
+    found = getattr(fn, "fn", fn)
+    return found if isinstance(found, Judge) else None
 
 
 def numbered(responses: list[str]) -> str:
@@ -124,7 +166,10 @@ class Judge:
         self._client = None
         self._client_loop = None
         self._cache: OrderedDict[str, str] = OrderedDict()  # read and written on the judge loop's thread only
+        self._said: OrderedDict[tuple[str, str] | str, str | None] = OrderedDict()  # (prompt, completion) or completion -> reply
+        self.replies: list[str | None] = []  # the reply to each completion of the last call, None where none came
         self.failing = False
+        self.cache_noted = False  # while failing: said that a call's answers all came from the cache
 
     def __getstate__(self) -> dict:
         return {"settings": self.settings, "columns": self.columns, "failing": False}
@@ -161,17 +206,18 @@ class Judge:
         """The rubric's ``{low}`` and ``{high}``, written as a person would (``0``, not ``0.0``)."""
         return {"low": f"{self.settings['low']:g}", "high": f"{self.settings['high']:g}"}
 
-    async def ask(self, content: str, gate: asyncio.Semaphore) -> str:
-        """The judge's reply to one user message (cached by its text), once ``gate`` lets the request go out."""
+    async def ask(self, content: str, gate: asyncio.Semaphore) -> tuple[str, bool]:
+        """(the judge's reply to one user message, whether it came from the cache, keyed by the message's text);
+        a request goes out once ``gate`` lets it."""
         if content in self._cache:
             self._cache.move_to_end(content)
-            return self._cache[content]
+            return self._cache[content], True
         async with gate:
             text = await self.complete(self.client(), content)
         self._cache[content] = text
         while len(self._cache) > self.settings["cache_size"]:
             self._cache.popitem(last=False)
-        return text
+        return text, False
 
     async def ask_all(self, messages: list[str]) -> tuple[list[asyncio.Task], set[asyncio.Task]]:
         """Every message asked, ``concurrency`` at a time: (the tasks in order, those cancelled at ``call_seconds``)."""
@@ -211,34 +257,98 @@ class Judge:
     def __call__(self, prompts, completions, **kwargs) -> list[float | None]:
         s = self.settings
         scores: list[float | None] = [None] * len(completions)
+        self.replies = [None] * len(completions)
         jobs = self.requests(prompts, completions, kwargs)
         tasks, late = on_judge_loop(self.ask_all([message for _, message in jobs]))
         answered = [(task, members) for task, (members, _) in zip(tasks, jobs, strict=True) if task not in late]
         errors = [task.exception() for task, _ in answered if task.exception() is not None]
+        cached = 0
         for task, members in answered:
             if task.exception() is not None:
                 continue
+            text, from_cache = task.result()
+            cached += from_cache
+            for i in members:
+                self.replies[i] = text
             if s["mode"] == "single":
-                scores[members[0]] = parse_score(task.result(), s["low"], s["high"])
+                scores[members[0]] = parse_score(text, s["low"], s["high"])
             else:
-                for i, score in zip(members, parse_group(task.result(), len(members), s["low"], s["high"]), strict=True):
+                for i, score in zip(members, parse_group(text, len(members), s["low"], s["high"]), strict=True):
                     scores[i] = score
-        failed = len(errors) + len(late)
-        if failed and not self.failing:  # one line when the judge starts failing, one when it answers again
-            why = f"{type(errors[0]).__name__}: {errors[0]}" if errors else f"no answer within call_seconds={s['call_seconds']:g}"
+        self._remember(prompts, completions)
+        self._say(len(jobs), len(errors) + len(late), cached, problem(errors[0]) if errors else None)
+        return scores
+
+    def _say(self, requests: int, failed: int, cached: int, why: str | None) -> None:
+        """One line when the judge starts failing, one when it answers again; answers that all came from the cache
+        while it fails say so once, and leave it failing: the server was not asked."""
+        s = self.settings
+        from_cache = f"; {cached} of {requests} answered from the cache" if cached else ""
+        if failed and not self.failing:
+            why = why or f"no answer within call_seconds={s['call_seconds']:g}"
             print(
-                f"warning: llm_judge at {s['base_url']}: {failed} of {len(jobs)} requests failed ({why}); scored None",
+                f"warning: llm_judge at {s['base_url']}: {failed} of {requests} requests failed ({why}); scored None{from_cache}",
                 file=sys.stderr,
             )
+        elif not failed and self.failing and cached == requests:
+            if not self.cache_noted and requests:
+                print(
+                    f"llm_judge at {s['base_url']}: all {requests} answers came from the cache (asked before it failed); "
+                    "the server was not asked, so it may still be failing",
+                    file=sys.stderr,
+                )
+                self.cache_noted = True
+            return
         elif not failed and self.failing:
-            print(f"llm_judge at {s['base_url']}: answering again", file=sys.stderr)
-        self.failing = bool(failed)
-        return scores
+            print(f"llm_judge at {s['base_url']}: answering again{from_cache}", file=sys.stderr)
+        if bool(failed) != self.failing:  # a change: the next call from the cache alone is said again
+            self.failing, self.cache_noted = bool(failed), False
+
+    def _remember(self, prompts, completions) -> None:
+        """Keep each reply of the last call under its (prompt, completion) and under its completion alone, for
+        ``said``; the oldest go past ``cache_size`` of each."""
+        for prompt, completion, reply in zip(prompts, completions, self.replies, strict=True):
+            text = completion_text(completion)
+            for key in ((prompt_text(prompt, roles=True), text), text):
+                self._said[key] = reply
+                self._said.move_to_end(key)
+        while len(self._said) > 2 * self.settings["cache_size"]:
+            self._said.popitem(last=False)
+
+    def said(self, prompt, completion) -> str | None:
+        """What the judge replied, in one of its recent calls, to ``completion`` of ``prompt`` (a completion alone
+        where the prompt is written another way, as TRL up to 1.14 keeps it: through the chat template); None where
+        its request failed or it was not asked in this process."""
+        text = completion_text(completion)
+        return self._said.get((prompt_text(prompt, roles=True), text), self._said.get(text))
 
     async def test_request(self, message: str) -> str:
         """The reply to the pre-flight's message: one try, cancelled at ``call_seconds``."""
         client = self.client().with_options(max_retries=0)
         return await asyncio.wait_for(self.complete(client, message), self.settings["call_seconds"])
+
+    async def served(self) -> list[str]:
+        """The names of the models the server lists (``GET /models``): one try, cancelled at ``call_seconds``."""
+        client = self.client().with_options(max_retries=0)
+        page = await asyncio.wait_for(client.models.list(), self.settings["call_seconds"])
+        return [str(model.id) for model in page.data]
+
+    def _hint(self) -> str:
+        """What to change after the server refused the pre-flight's request: the models it serves, when the one
+        asked for is not among them, and an ``api_key_env`` that is not set; empty when neither applies."""
+        s = self.settings
+        hints = []
+        try:
+            names = on_judge_loop(self.served())
+        except Exception:  # a server without the list, or one that refuses it too: the message above is all there is
+            names = []
+        if names and s["model"] not in names:
+            more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+            served = ", ".join(repr(clip(name, 200)) for name in names[:5]) + more
+            hints.append(f"it serves {served}: set model to {'that name' if len(names) == 1 else 'one of them'}")
+        if s["api_key_env"] and not os.environ.get(s["api_key_env"]):
+            hints.append(f"api_key_env {s['api_key_env']} is not set, so no key was sent")
+        return "".join(f"; {hint}" for hint in hints)
 
     def preflight(self) -> None:
         """One request before the model loads: the server answers and the reply parses; RecipeError if not."""
@@ -256,7 +366,9 @@ class Judge:
                 "check that the server is up and serving, or raise call_seconds"
             ) from None
         except Exception as exc:  # the client's own errors: connection, status, timeout
-            raise RecipeError(f"llm_judge: {s['base_url']} did not answer a test request: {type(exc).__name__}: {exc}") from None
+            if isinstance(getattr(exc, "status_code", None), int):  # it answered, with an error status
+                raise RecipeError(f"llm_judge: {s['base_url']} refused a test request: {problem(exc)}{self._hint()}") from None
+            raise RecipeError(f"llm_judge: {s['base_url']} did not answer a test request: {problem(exc)}") from None
         parsed = [parse_score(text, s["low"], s["high"])] if s["mode"] == "single" else parse_group(text, 2, s["low"], s["high"])
         if all(p is None for p in parsed):
             raise RecipeError(
@@ -320,6 +432,12 @@ def llm_judge(
         raise ValueError("concurrency and max_tokens at least 1, timeout and call_seconds positive, retries at least 0")
     if api_key_env is not None and not str(api_key_env).isidentifier():
         raise ValueError(f"api_key_env: the name of an environment variable, e.g. OPENAI_API_KEY; got {api_key_env!r}")
+    if api_key_env is not None and not os.environ.get(api_key_env):  # a local server needs none: a warning, not an error
+        print(
+            f"warning: llm_judge: api_key_env names {api_key_env}, which is not set here; requests go without a key "
+            f"(export {api_key_env}=... before the run, or leave api_key_env out for a server that needs none)",
+            file=sys.stderr,
+        )
     settings = dict(
         base_url=str(base_url),
         model=str(model),

@@ -17,8 +17,9 @@ from grpo_ext.rewards import answers, code, judge, maths
 TEST_FORMS = "Python statements with top-level asserts, a list of such strings, or input/output pairs"
 
 
-def reason(fn, row: dict) -> str:
-    """Why ``fn`` scored the completion of ``row`` (its columns, one value each) None.
+def reason(fn, row: dict, index: int = 0) -> str:
+    """Why ``fn`` scored the completion of ``row`` (its columns, one value each) None; ``index``: which completion of
+    the call it was, for a reward that keeps what it did for each (``llm_judge`` its replies).
 
     >>> reason(code.code_tests(), {"tests": "assert f(1) ==\\nassert f(2) == 3"})
     "the 'tests' column holds no test this reward reads (read as Python: SyntaxError at line 1: invalid syntax)"
@@ -40,7 +41,9 @@ def reason(fn, row: dict) -> str:
         return f"the {fn.answer_column!r} column holds no reference text ({shown(value, 40)})"
     if isinstance(fn, judge.Judge):
         low, high = fn.settings["low"], fn.settings["high"]
-        return f"the judge's reply held no grade from {low:g} to {high:g} for it, or its request failed (a warning says which)"
+        if index < len(fn.replies) and fn.replies[index] is None:
+            return "the judge's request failed (the warning says why)"
+        return f"the judge's reply held no grade from {low:g} to {high:g} for it"
     return "the reward returned None and gives no reason (training leaves such a sample out of its group's baseline)"
 
 

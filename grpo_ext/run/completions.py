@@ -12,6 +12,10 @@ for its own printing; it is read after the step (``compat.sampled``), so nothing
 that keeps none gets no file and one notice. A batch trained on over several steps (``steps_per_generation``) is
 written once.
 
+A recipe with a judge model (``llm_judge``) adds ``replies``: what the judge wrote for each completion, under the
+judge's metric name (``{"llm_judge": "7"}``; None where its request failed, or, with several processes, where
+another process asked it).
+
 The file stops before a line would take it past ``logging.completions_max_mb``: its last line then says so
 (``{"capped": true, ...}``) and one notice is printed. A resumed run appends: the steps after the checkpoint
 that the stopped run had already logged appear twice, its lines first.
@@ -23,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grpo_ext.rewards.judge import judge_of
 from grpo_ext.rewards.registry import completion_text, prompt_text
 from grpo_ext.run import rollouts, rundir
 from grpo_ext.settings import compat
@@ -47,8 +52,19 @@ def _score(value) -> float | None:
     return float(f"{value:.7g}") if math.isfinite(value) else None
 
 
-def lines(step: int, batch: dict) -> list[bytes]:
-    """The JSON lines of one sampled batch (``compat.sampled``), as they are appended."""
+def replies(reward_funcs: list, batch: dict) -> dict[str, list[str | None]]:
+    """What each judge among ``reward_funcs`` replied to each completion of ``batch``, under its metric name."""
+    found = {fn.__name__: judge_of(fn) for fn in reward_funcs}
+    return {
+        name: [judge.said(p, c) for p, c in zip(batch["prompt"], batch["completion"], strict=True)]
+        for name, judge in found.items()
+        if judge is not None
+    }
+
+
+def lines(step: int, batch: dict, said: dict[str, list[str | None]] | None = None) -> list[bytes]:
+    """The JSON lines of one sampled batch (``compat.sampled``), as they are appended; ``said``: each judge's replies
+    (``replies``), written beside the scores."""
     out = []
     for i, (prompt, completion) in enumerate(zip(batch["prompt"], batch["completion"], strict=True)):
         record = {
@@ -58,6 +74,8 @@ def lines(step: int, batch: dict) -> list[bytes]:
             "rewards": {name: _score(scores[i]) for name, scores in batch["rewards"].items()},
             "advantage": _score(batch["advantages"][i]),
         }
+        if said:
+            record["replies"] = {name: texts[i] for name, texts in said.items()}
         out.append((json.dumps(record, ensure_ascii=False, allow_nan=False) + "\n").encode())
     return out
 
@@ -138,7 +156,7 @@ def writer(settings: dict, run_dir: Path, log, trainer):
                 return
             self.written = seen
             chunks, room = [], cap - self.size
-            for line in lines(step, batch):
+            for line in lines(step, batch, replies(getattr(trainer(), "reward_funcs", []), batch)):
                 if len(line) > room:
                     self._append(chunks)
                     self._close(step)

@@ -109,7 +109,7 @@ def compare(recipe: Recipe, refs: list[str], log) -> dict:
         log(
             f"eval {ref}: "
             + ", ".join(f"{k} pass rate {v['pass_rate']}" for k, v in scores["rewards"].items())
-            + f" ({scores['samples']} samples, {scores['seconds']} s)"
+            + f" ({report.sample_count(scores)}, {scores['seconds']} s)"
         )
         del model
         gc.collect()

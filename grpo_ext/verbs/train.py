@@ -409,7 +409,7 @@ def eval_pass(r: Run, label: str) -> dict | None:
     )
     result["seconds"] = round(time.monotonic() - t0, 1)
     rates = ", ".join(f"{k} {v['pass_rate']}" for k, v in result["rewards"].items())
-    r.log(f"eval {label}: pass rate {rates} ({result['samples']} samples, {result['seconds']} s)")
+    r.log(f"eval {label}: pass rate {rates} ({report.sample_count(result)}, {result['seconds']} s)")
     if "tools" in result:
         r.log(f"eval {label}: {preflight.describe_tools(result['tools'])}")
     if r.recipe["data"]["mixture"]:  # each eval row names its source: the pass rates of each

@@ -129,14 +129,18 @@ class Work:
         path.write_text(yaml.safe_dump(doc, sort_keys=False))
         return path
 
+    def trained(self, folder: Path, output_dir: str = "run", **sections) -> Path:
+        """A finished tiny run trained into ``folder/output_dir`` (a run directory is the run's only where it was
+        trained: a copy proves nothing)."""
+        ran = grpo("train", str(self.recipe(folder, output_dir, **sections)), cwd=folder)
+        if ran.code != 0:
+            raise RuntimeError(f"the tiny run failed: {said(ran)}")
+        return folder / output_dir
+
     def real_run(self) -> Path:
-        """A finished tiny run (trained once, then copied from)."""
+        """One finished tiny run, trained once, to copy files from."""
         if self._real_run is None:
-            folder = self.folder("real")
-            ran = grpo("train", str(self.recipe(folder, "runs/digit")), cwd=folder)
-            if ran.code != 0:
-                raise RuntimeError(f"the tiny run failed: {said(ran)}")
-            self._real_run = folder / "runs" / "digit"
+            self._real_run = self.trained(self.folder("real"), "runs/digit")
         return self._real_run
 
 
@@ -196,7 +200,7 @@ for _flag in (["--overwrite"], ["resume=auto"]):
 @case("a user's files put in a run directory, --overwrite", "trained again; the user's files kept")
 def _(work):
     folder = work.folder("inside-run")
-    shutil.copytree(work.real_run(), folder / "run")
+    work.trained(folder)
     (folder / "run" / "notes.txt").write_text("mine\n")
     (folder / "run" / "mine").mkdir()
     (folder / "run" / "mine" / "data.csv").write_text("1,2\n")
@@ -205,11 +209,10 @@ def _(work):
     return ran.code == 0 and kept, f"{said(ran)}; the user's files {'kept' if kept else 'DELETED'}"
 
 
-@case("--resume with a checkpoint that is a symbolic link", "one line or a resume; its target kept; no .lock left")
+@case("--resume with a checkpoint that is a symbolic link", "exit 2, one line; its target kept; no .lock left")
 def _(work):
     folder = work.folder("symlink-checkpoint")
-    run_dir = folder / "run"
-    shutil.copytree(work.real_run(), run_dir, symlinks=True)
+    run_dir = work.trained(folder)
     summary = json.loads((run_dir / "summary.json").read_text())
     summary["status"] = "running"  # an unfinished run, so that --resume has something to continue
     (run_dir / "summary.json").write_text(json.dumps(summary))
@@ -218,7 +221,7 @@ def _(work):
     shutil.move(str(newest), elsewhere)
     newest.symlink_to(elsewhere, target_is_directory=True)
     ran = grpo("train", str(work.recipe(folder, "run")), "--resume", cwd=folder)
-    ok, got = refused(ran) if ran.code == 2 else (ran.code == 0, said(ran))
+    ok, got = refused(ran)
     stray = (run_dir / ".lock").exists()
     return ok and not stray and elsewhere.is_dir(), got + ("; a stray .lock" if stray else "")
 
@@ -348,7 +351,7 @@ def _(work):
 def _(work):
     folder = work.folder("judge-train")
     judge = {"name": "llm_judge", "args": {"base_url": trickling_judge(), "model": "m", "call_seconds": 2}}
-    recipe = work.recipe(folder, "run", rewards=["digit_exact", judge], health={"preflight": "on"})
+    recipe = work.recipe(folder, "run", rewards=["digit_exact", judge], health={"preflight": "warn"})
     ran = grpo("train", str(recipe), cwd=folder, timeout=120)
     return (ran.code != -9 and ran.seconds < 60 and one_line(ran) is None), said(ran)
 
@@ -441,8 +444,9 @@ def _(work):
 @case("merge --out naming a file that is there", "exit 2, one line; the file kept")
 def _(work):
     folder = work.folder("merge-out")
+    lora = work.trained(folder, "run", model={"lora": {"r": 4, "lora_alpha": 8}})
     (folder / "merged").write_text("mine\n")
-    return _kept(folder, grpo("merge", str(work.real_run()), "--out", "merged", cwd=folder), [folder / "merged"])
+    return _kept(folder, grpo("merge", str(lora), "--out", "merged", cwd=folder), [folder / "merged"])
 
 
 # --- 6. counts and files that could hang a run ---------------------------------------------------------------------
@@ -451,7 +455,8 @@ def _(work):
 @case("data.size: 99999999999999999999", "exit 2, one line, no traceback")
 def _(work):
     folder = work.folder("huge-size")
-    recipe = work.recipe(folder, "run", data={"source": "arith", "size": 99999999999999999999})
+    data = {"source": "arith", "size": 99999999999999999999, "prompts": None, "eval_prompts": None}
+    recipe = work.recipe(folder, "run", data=data)
     return refused(grpo("validate", str(recipe), cwd=folder, timeout=60))
 
 
@@ -470,7 +475,7 @@ def _(work):
     fifo = folder / "rows.jsonl"
     if not fifo.exists():
         os.mkfifo(fifo)
-    recipe = work.recipe(folder, "run", data={"file": "rows.jsonl", "prompts": None, "eval_prompts": None})
+    recipe = work.recipe(folder, "run", data={"file": "rows.jsonl", "prompts": None})
     return refused(grpo("validate", str(recipe), cwd=folder, timeout=30))
 
 
@@ -483,7 +488,7 @@ for _what, _bytes in {"empty": b"", "truncated": b"PAR1\x15\x04\x15", "random by
     def _(work, content=_bytes, what=_what):
         folder = work.folder(f"parquet-{what.replace(' ', '-')}")
         (folder / "rows.parquet").write_bytes(content)
-        recipe = work.recipe(folder, "run", data={"file": "rows.parquet", "prompts": None, "eval_prompts": None})
+        recipe = work.recipe(folder, "run", data={"file": "rows.parquet", "prompts": None})
         return refused(grpo("validate", str(recipe), cwd=folder, timeout=60))
 
 
@@ -491,7 +496,9 @@ for _what, _bytes in {"empty": b"", "truncated": b"PAR1\x15\x04\x15", "random by
 
 TOOL = 'def weather(city: str, days: int) -> str:\n    """The weather.\n\n    Args:\n        city: The city.\n    """\n'
 TOOL += '    return "sun"\n'  # days has no Args line
-GAME = "class Guess:\n    def guess(self, number: int) -> str:\n        return 'higher'\n"
+GAME = "class Guess:\n    def guess(self, number: int) -> str:\n"
+GAME += '        """Guess.\n\n        Args:\n            number: A number.\n        """\n'
+GAME += "        return 'higher'\n"  # no reset
 
 
 for _what, _source, _key in (("a tool of one's own", TOOL, "tools"), ("an environment without reset", GAME, "environment")):

@@ -5,6 +5,7 @@ Validation, the JSON Schema (``grpo-ext schema``) and the docs' key reference ar
 from dataclasses import dataclass
 
 from grpo_ext.rewards.guard import ON_ERROR
+from grpo_ext.settings.limits import MAX_BATCH, MAX_ROUNDS, MAX_ROWS, MAX_STEPS, MAX_TOKENS
 
 MAX_RECIPE_BYTES = 1_000_000
 
@@ -89,6 +90,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             ("int", "null"),
             None,
             minimum=1,
+            maximum=MAX_ROWS,
             doc="eval rows: the first N of eval_file/eval_split; without them, N training rows held out; null: all",
         ),
         "eval_fraction": Spec(("float", "null"), None, doc="hold out this share (0 to 1) of the training rows for eval"),
@@ -101,16 +103,17 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             ("int", "null"),
             None,
             minimum=1,
+            maximum=MAX_ROWS,
             doc="a mixture's training rows in all, shared by weight; null: the most the weights take without repeating a row",
         ),
     },
     "eval": {
         "enabled": Spec(("bool",), True, doc="score eval_prompts before and after training"),
-        "samples": Spec(("int",), 8, minimum=1, doc="completions sampled per eval prompt"),
+        "samples": Spec(("int",), 8, minimum=1, maximum=MAX_BATCH, doc="completions sampled per eval prompt"),
         "temperature": Spec(("float", "null"), None, minimum=0, doc="sampling temperature; null: training.temperature"),
-        "max_new_tokens": Spec(("int", "null"), None, minimum=1, doc="null: training.max_completion_length"),
+        "max_new_tokens": Spec(("int", "null"), None, minimum=1, maximum=MAX_TOKENS, doc="null: training.max_completion_length"),
         "pass_threshold": Spec(("float",), 1.0, doc="a sample passes a reward when its score is at least this"),
-        "batch_size": Spec(("int",), 64, minimum=1, doc="sequences generated at once"),
+        "batch_size": Spec(("int",), 64, minimum=1, maximum=MAX_BATCH, doc="sequences generated at once"),
         "pass_at": Spec(("list", "null"), None, doc="k values for pass@k, each from 1 to samples; null: 1 and samples"),
     },
     # training health (grpo_ext/results/watchdog.py); thresholds calibrated on recipes/digit.yaml (docs/benchmarks/watchdog.md)
@@ -122,7 +125,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             doc="score the base model's samples before step 1; fail: stop on a warning; off (YAML reads it as false): skip",
         ),
         "preflight_prompts": Spec(
-            ("int",), 8, minimum=1, doc="training prompts sampled (num_generations each) by the pre-flight"
+            ("int",), 8, minimum=1, maximum=MAX_BATCH, doc="training prompts sampled (num_generations each) by the pre-flight"
         ),
         # 0.75: the strict digit reward alone leaves 7 of 8 pre-flight groups of the digit recipe flat (88%)
         "preflight_flat_share": Spec(
@@ -138,17 +141,27 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "zero_std_share": Spec(
             ("float",), 0.9, minimum=0, doc="share of groups with zero reward spread that counts as no signal"
         ),
-        "no_signal_steps": Spec(("int",), 6, minimum=1, doc="steps in a row without signal before the watchdog says so"),
+        "no_signal_steps": Spec(
+            ("int",), 6, minimum=1, maximum=MAX_STEPS, doc="steps in a row without signal before the watchdog says so"
+        ),
         # 3: a weak base model's first replies may all be ones a reward cannot parse; three steps in a row is the reward
         "unscored_steps": Spec(
-            ("int",), 3, minimum=1, doc="steps in a row where every reward returned None for every sample (on_error: skip)"
+            ("int",),
+            3,
+            minimum=1,
+            maximum=MAX_STEPS,
+            doc="steps in a row where every reward returned None for every sample (on_error: skip)",
         ),
-        "flat_steps": Spec(("int",), 8, minimum=2, doc="window (steps) for a flat reward and for KL growth"),
+        "flat_steps": Spec(("int",), 8, minimum=2, maximum=MAX_STEPS, doc="window (steps) for a flat reward and for KL growth"),
         "flat_reward": Spec(("float",), 0.05, minimum=0, doc="the reward's range over flat_steps below which it counts as flat"),
         # 16 steps, 3 standard errors: the lr=1e-9 digit run (sampling noise alone) has t = 1.8 over its 16 steps, the
         # slowest solving digit run t = 4.7 (docs/benchmarks/watchdog.md)
         "trend_steps": Spec(
-            ("int",), 16, minimum=4, doc="window (steps) over which the reward must rise, by its slope, to count as learning"
+            ("int",),
+            16,
+            minimum=4,
+            maximum=MAX_STEPS,
+            doc="window (steps) over which the reward must rise, by its slope, to count as learning",
         ),
         "trend_z": Spec(("float",), 3.0, minimum=0, doc="standard errors the reward's slope must clear above 0 over trend_steps"),
         "entropy_floor": Spec(("float",), 0.05, minimum=0, doc="mean token entropy (nats) below which exploration has collapsed"),
@@ -158,7 +171,9 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             minimum=0,
             doc="mean share of completions cut at max_completion_length, over clipped_steps, that counts as pinned",
         ),
-        "clipped_steps": Spec(("int",), 8, minimum=1, doc="window (steps) over which the cut share is averaged"),
+        "clipped_steps": Spec(
+            ("int",), 8, minimum=1, maximum=MAX_STEPS, doc="window (steps) over which the cut share is averaged"
+        ),
         "kl_max": Spec(("float",), 1.0, minimum=0, doc="median KL over flat_steps above which KL has blown up"),
         "kl_growth": Spec(
             ("float",), 4.0, minimum=1, doc="median KL over flat_steps growing by this factor counts as rising fast"
@@ -172,7 +187,11 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         # 8: flat_steps' window; a run whose model has not called its tool in 8 steps of 8 or more completions each has
         # not drawn one call in 64 samples
         "tool_steps": Spec(
-            ("int",), 8, minimum=1, doc="steps in a row without a tool call, or with failing calls, before the watchdog says so"
+            ("int",),
+            8,
+            minimum=1,
+            maximum=MAX_STEPS,
+            doc="steps in a row without a tool call, or with failing calls, before the watchdog says so",
         ),
         "tool_failure_share": Spec(
             ("float",),
@@ -189,14 +208,21 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             minimum=1.0,
             doc="while training samples, multiply the end-of-reply score by this per token after start; null: off",
         ),
-        "start": Spec(("int",), 1, minimum=0, doc="tokens of the reply before the end boost begins"),
-        "steps": Spec(("int",), 8, minimum=1, doc="first steps sampled with the boost; the later ones sample as the eval does"),
+        "start": Spec(("int",), 1, minimum=0, maximum=MAX_TOKENS, doc="tokens of the reply before the end boost begins"),
+        "steps": Spec(
+            ("int",),
+            8,
+            minimum=1,
+            maximum=MAX_STEPS,
+            doc="first steps sampled with the boost; the later ones sample as the eval does",
+        ),
     },
     "logging": {  # what the run directory records beside metrics.jsonl (grpo_ext/run/completions.py)
         "completions_steps": Spec(
             ("int", "null"),
             None,
             minimum=0,
+            maximum=MAX_STEPS,
             doc="write the completions sampled to completions.jsonl every N steps; null: every training.logging_steps; 0: never",
         ),
         # 20 MB: about 7,000 steps of the digit recipe (16 lines of about 180 bytes a step), about 150 of gsm8k's
@@ -217,7 +243,11 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             doc="replace groups whose rewards have no spread by groups for new prompts (DAPO); null: on with algorithm: dapo",
         ),
         "max_extra_rounds": Spec(
-            ("int",), 2, minimum=1, doc="with dynamic_sampling: the most extra generation rounds per generation batch"
+            ("int",),
+            2,
+            minimum=1,
+            maximum=MAX_ROUNDS,
+            doc="with dynamic_sampling: the most extra generation rounds per generation batch",
         ),
     },
     "reward": {
@@ -273,6 +303,7 @@ MIXTURE_SOURCE: dict[str, Spec] = {
         ("int", "null"),
         None,
         minimum=1,
+        maximum=MAX_ROWS,
         doc="exactly this many training rows of this source, drawn by seed (repeated past its size)",
     ),
     "name": Spec(

@@ -9,6 +9,8 @@ process count.
 
 from collections.abc import Callable
 
+from grpo_ext.settings import limits
+
 Value = Callable[[str], object]
 
 # Keys that must be integers of at least 1 when set (None means "derive it").
@@ -72,6 +74,12 @@ def _sizes(v: Value) -> list[str]:
         for key in POSITIVE_INTS
         if isinstance(v(key), int) and not isinstance(v(key), bool) and v(key) < 1
     ]
+
+
+def _maxima(v: Value) -> list[str]:
+    """Counts a run allocates or loops over, each at most its bound (``settings/limits.py``)."""
+    found = (limits.over(f"training.{key}", v(key), maximum) for key, maximum in limits.TRAINING.items())
+    return [problem for problem in found if problem]
 
 
 def generation_batch(v: Value) -> int | None:
@@ -246,8 +254,9 @@ def check_explore(explore: dict, v: Value) -> list[str]:
 
 
 def check(value: Value) -> list[str]:
-    """Every problem with the effective training values; sizes first, since the other rules divide by them."""
-    problems = _sizes(value)
+    """Every problem with the effective training values; sizes and bounds first, since the other rules divide and
+    multiply by them."""
+    problems = _sizes(value) + _maxima(value)
     if problems:
         return problems
     for rule in RULES:

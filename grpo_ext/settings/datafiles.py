@@ -8,7 +8,9 @@ from ``data.prompt_template`` filled with a row's columns, or, for a file of who
 its ``messages`` column without the final assistant turn.
 
 Plain Python: ``columns`` reads a header, a first line or a schema, never the whole file, so a recipe is
-checked without torch or datasets; ``scan`` streams the file once, holding one row at a time.
+checked without torch or datasets; ``scan`` streams the file once, holding one row at a time. A path that is not a
+regular file (a named pipe, a device, a socket) is refused before it is opened, and a file that cannot be read
+(empty, cut short, damaged, not of its format) is one line naming it and what its reader said, never a traceback.
 """
 
 import csv
@@ -19,7 +21,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from grpo_ext.core.errors import RecipeError
-from grpo_ext.core.text import listing
+from grpo_ext.core.files import special
+from grpo_ext.core.text import clip, first_line, listing
 from grpo_ext.core.values import kind_of
 
 SUFFIXES = {".jsonl": "json", ".json": "json", ".csv": "csv", ".parquet": "parquet"}  # suffix → datasets' builder
@@ -40,9 +43,12 @@ def kind(path: Path) -> str | None:
 
 
 def check_path(path: Path, key: str) -> str | None:
-    """One problem with a data path (missing, or a format not read), else None."""
+    """One problem with a data path (missing, not a regular file or a folder, or a format not read), else None."""
     if not path.exists():
         return f"{key}: {str(path)!r} does not exist; paths are relative to the recipe's folder"
+    what = special(path)
+    if what not in (None, "a folder"):  # a named pipe waits for a writer, a device reads forever: never opened
+        return f"{key}: {str(path)!r} is {what}, not a file; give a regular file ({FORMATS})"
     if kind(path) is None:
         what = "a folder without dataset_info.json or dataset_dict.json" if path.is_dir() else path.suffix or "no extension"
         return f"{key}: {what} is not supported; use {FORMATS}"
@@ -56,17 +62,18 @@ def holds_out(data_cfg: dict) -> bool:
     return data_cfg.get("eval_fraction") is not None or size_alone
 
 
-def splits(path: Path) -> list[str] | None:
+def splits(path: Path, key: str = "data.file") -> list[str] | None:
     """The splits of a saved DatasetDict, None for any other data path."""
     index = path / "dataset_dict.json"
     if not path.is_dir() or not index.is_file():
         return None
-    return list(json.loads(index.read_text(encoding="utf-8")).get("splits", []))
+    names = _saved_json(index, key, path).get("splits", [])
+    return [str(name) for name in names] if isinstance(names, list) else []
 
 
 def split_path(path: Path, split: str | None, key: str) -> Path:
     """The folder of one split of a saved DatasetDict (``path`` itself for anything else)."""
-    names = splits(path)
+    names = splits(path, key)
     if names is None:
         return path
     if split is None:
@@ -84,6 +91,37 @@ class BadData(RecipeError):
         super().__init__(f"{key}: {path.name}{', ' + where if where else ''}: {what}")
 
 
+def _regular(path: Path, key: str, folder: Path | None = None) -> None:
+    """BadData unless ``path`` is a regular file (``folder``: the saved dataset it belongs to), asked before it is
+    opened: a named pipe would wait for a writer, a device read forever."""
+    what = special(path)
+    if what is None:
+        return
+    if folder is not None:
+        raise BadData(key, folder, "", f"its {path.name} is {what}, not a file; save the dataset again with save_to_disk")
+    raise BadData(key, path, "", f"{what}, not a file; give a regular file ({FORMATS})")
+
+
+def _reader_said(exc: BaseException) -> str:
+    """What a reader's error says, in a few words: its first sentence, cut short."""
+    return clip(first_line(str(exc)).split(". ")[0].rstrip(".") or type(exc).__name__, 100)
+
+
+def _saved_json(path: Path, key: str, folder: Path) -> dict:
+    """One JSON file of a saved dataset folder (dataset_info.json, state.json, dataset_dict.json) as a mapping;
+    BadData when it is missing, not a file, or not a JSON object."""
+    if not path.exists():
+        raise BadData(key, folder, "", f"no {path.name} in the folder; save the dataset again with save_to_disk")
+    _regular(path, key, folder)
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        raise BadData(key, folder, "", f"its {path.name} is not JSON ({_reader_said(exc)}); save the dataset again") from None
+    if not isinstance(doc, dict):
+        raise BadData(key, folder, "", f"its {path.name} holds a JSON {kind_of(doc)}, not an object; save the dataset again")
+    return doc
+
+
 def _text_line(raw: bytes, number: int, key: str, path: Path) -> str:
     try:
         return raw.decode("utf-8")
@@ -98,6 +136,8 @@ def _json_line(text: str, number: int, key: str, path: Path) -> dict:
         row = json.loads(text)
     except json.JSONDecodeError as exc:
         raise BadData(key, path, f"line {number}", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise BadData(key, path, f"line {number}", "JSON nested too deeply to read; a row is an object of columns") from None
     if not isinstance(row, dict):
         raise BadData(key, path, f"line {number}", f"a row is a JSON object of columns, got {kind_of(row)}")
     return row
@@ -119,6 +159,8 @@ def _json_array(path: Path, key: str) -> Iterator[tuple[str, dict]]:
         raise BadData(key, path, f"line {line}", "a byte is not UTF-8; save the file as UTF-8") from None
     except json.JSONDecodeError as exc:
         raise BadData(key, path, f"line {exc.lineno}", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
+    except RecursionError:
+        raise BadData(key, path, "", "JSON nested too deeply to read; a .json file is one array of row objects") from None
     if not isinstance(rows, list):
         raise BadData(key, path, "", f"a .json file is JSON Lines or one array of row objects, not {kind_of(rows)}")
     for i, row in enumerate(rows):
@@ -141,25 +183,49 @@ def _csv_rows(path: Path, key: str) -> Iterator[tuple[str, dict]]:
             _text_line(raw, number, key, path)
     with path.open(encoding="utf-8-sig", newline="") as f:
         reader = csv.reader(f)
-        header = next(reader, None)
-        if not header:
-            return
-        for row in reader:
-            if not row:
-                continue
-            if len(row) != len(header):
-                raise BadData(key, path, f"line {reader.line_num}", f"{len(row)} fields, the header has {len(header)}")
-            yield f"line {reader.line_num}", dict(zip(header, row, strict=True))
+        try:
+            header = next(reader, None)
+            if not header:
+                return
+            for row in reader:
+                if not row:
+                    continue
+                if len(row) != len(header):
+                    raise BadData(key, path, f"line {reader.line_num}", f"{len(row)} fields, the header has {len(header)}")
+                yield f"line {reader.line_num}", dict(zip(header, row, strict=True))
+        except csv.Error as exc:  # a field past csv's limit of 131,072 characters, a quote where none may be
+            raise BadData(key, path, f"line {reader.line_num}", f"not readable as CSV: {exc}") from None
 
 
-def _arrow_batches(path: Path) -> Iterator:
+def _unreadable(path: Path) -> str:
+    """What to do with a parquet file or saved dataset that its reader refused."""
+    if path.is_dir():
+        return "not a readable dataset folder ({}); save it again with save_to_disk"
+    return "not a readable Parquet file ({}); write it again, e.g. with pandas' to_parquet"
+
+
+def _arrow_errors() -> tuple[type[BaseException], ...]:
+    """What pyarrow raises on a file that is empty, cut short or not of its format (ArrowInvalid is a ValueError,
+    a damaged footer an OSError)."""
+    import pyarrow as pa
+
+    return (pa.ArrowException, OSError, ValueError)
+
+
+def _arrow_batches(path: Path, key: str) -> Iterator:
     """Record batches of a parquet file or of a saved dataset's arrow files, read lazily."""
     if path.is_dir():
         import pyarrow as pa
 
-        state = json.loads((path / "state.json").read_text(encoding="utf-8"))
-        for entry in state.get("_data_files", []):
-            with pa.memory_map(str(path / entry["filename"])) as source:
+        files = _saved_json(path / "state.json", key, path).get("_data_files", [])
+        names = [entry.get("filename") if isinstance(entry, dict) else None for entry in files]
+        if not all(isinstance(name, str) for name in names):
+            raise BadData(key, path, "", "its state.json lists its data files without their names; save the dataset again")
+        for name in names:
+            if not (path / name).exists():
+                raise BadData(key, path, "", f"its {name} is missing; save the dataset again with save_to_disk")
+            _regular(path / name, key, path)
+            with pa.memory_map(str(path / name)) as source:
                 yield from pa.ipc.open_stream(source)
     else:
         import pyarrow.parquet as pq
@@ -167,21 +233,26 @@ def _arrow_batches(path: Path) -> Iterator:
         yield from pq.ParquetFile(str(path)).iter_batches(batch_size=1024)
 
 
-def _arrow_rows(path: Path) -> Iterator[tuple[str, dict]]:
+def _arrow_rows(path: Path, key: str) -> Iterator[tuple[str, dict]]:
     n = 0
-    for batch in _arrow_batches(path):
-        for row in batch.to_pylist():
-            n += 1
-            yield f"row {n}", row
+    try:
+        for batch in _arrow_batches(path, key):
+            for row in batch.to_pylist():
+                n += 1
+                yield f"row {n}", row
+    except _arrow_errors() as exc:
+        raise BadData(key, path, f"after row {n}" if n else "", _unreadable(path).format(_reader_said(exc))) from None
 
 
 def rows(path: Path, key: str) -> Iterator[tuple[str, dict]]:
     """(where, row) for each record of a data path (one split's folder for a DatasetDict), one at a time."""
     builder = kind(path)
+    if builder != SAVED:
+        _regular(path, key)
     if builder == "csv":
         return _csv_rows(path, key)
     if builder in ("parquet", SAVED):
-        return _arrow_rows(path)
+        return _arrow_rows(path, key)
     return _json_array(path, key) if _is_array(path) else _json_lines(path, key)
 
 
@@ -195,17 +266,24 @@ def columns(path: Path, key: str) -> list[str]:
 
 def _columns(path: Path, key: str) -> list[str]:
     builder = kind(path)
+    if builder == SAVED:
+        features = _saved_json(path / "dataset_info.json", key, path).get("features") or {}
+        return [str(name) for name in features] if isinstance(features, dict) else []
+    _regular(path, key)
     if builder == "parquet":
         import pyarrow.parquet as pq
 
-        return list(pq.read_schema(str(path)).names)
-    if builder == SAVED:
-        info = json.loads((path / "dataset_info.json").read_text(encoding="utf-8"))
-        return list(info.get("features") or {})
+        try:
+            return list(pq.read_schema(str(path)).names)
+        except _arrow_errors() as exc:
+            raise BadData(key, path, "", _unreadable(path).format(_reader_said(exc))) from None
     if builder == "csv":
         with path.open("rb") as f:
             first = _text_line(f.readline(), 1, key, path)
-        return next(csv.reader(io.StringIO(first.lstrip("\ufeff"))), [])
+        try:
+            return next(csv.reader(io.StringIO(first.lstrip("\ufeff"))), [])
+        except csv.Error as exc:
+            raise BadData(key, path, "line 1", f"not readable as CSV: {exc}") from None
     if _is_array(path):
         return next((list(row) for _, row in _json_array(path, key)), [])
     return next((list(row) for _, row in _json_lines(path, key)), [])

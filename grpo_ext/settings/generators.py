@@ -11,6 +11,7 @@ from pathlib import Path
 
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.text import shown, suggest
+from grpo_ext.settings.limits import MAX_ROWS
 
 NAMES = ["Ava", "Ben", "Cara", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kim", "Leo", "Mia", "Noor", "Omar", "Pia"]
 THINGS = ["apples", "marbles", "stickers", "books", "coins", "pencils", "shells", "cards", "cookies", "stamps"]
@@ -71,6 +72,7 @@ def guess(train: int = 128, held_out: int = 32, low: int = 1, high: int = 9, see
 
 
 GENERATORS = {"arith": arith, "guess": guess}
+COUNTS = ("train", "held_out")  # the generators' arguments that count rows: whole numbers from 0 to MAX_ROWS
 
 
 def check_source(name: str, args: dict) -> list[str]:
@@ -85,7 +87,11 @@ def check_source(name: str, args: dict) -> list[str]:
     except TypeError as exc:
         params = ", ".join(inspect.signature(GENERATORS[name]).parameters)
         return [f"data.source_args: {exc} (arguments of {name!r}: {params})"]
-    return []
+    return [
+        f"data.source_args.{key}: must be a whole number from 0 to {MAX_ROWS}, got {shown(args[key])}"
+        for key in COUNTS
+        if key in args and (isinstance(args[key], bool) or not isinstance(args[key], int) or not 0 <= args[key] <= MAX_ROWS)
+    ]
 
 
 def generated(data_cfg: dict) -> tuple[list[dict], list[dict]]:

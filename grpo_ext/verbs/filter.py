@@ -39,6 +39,7 @@ from grpo_ext.recipe import Recipe, load
 from grpo_ext.results import plots, scoring
 from grpo_ext.run import chat_tools, data, hardware, models, rollouts
 from grpo_ext.settings import datafiles
+from grpo_ext.settings.limits import MAX_BATCH
 from grpo_ext.verbs import evaluate, train
 
 K = 8
@@ -397,6 +398,8 @@ def filter_rows(
     low, high = parse_keep(keep)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise RecipeError(f"--k {k}: sample each prompt at least once; give a whole number, e.g. --k {K}")
+    if k > MAX_BATCH:  # the samples of one prompt are generated at once
+        raise RecipeError(f"--k {k}: must be at most {MAX_BATCH} samples a prompt, e.g. --k {K}")
     recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
     reward = _reward(recipe, reward)
     dest = Path(out).expanduser() if out else default_out(recipe)

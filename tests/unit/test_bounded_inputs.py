@@ -186,3 +186,183 @@ def test_an_error_shows_at_most_the_column_names_of_a_file(name, content, said, 
     err = capsys.readouterr().err
     assert said in err and hidden not in err and err.count("\n") == 1, err
     assert all(len(line) <= 500 for line in err.splitlines())
+
+
+N300 = "9" * 300
+LIMITS = [
+    # (command line, what the one error line says): counts a run allocates or loops over, each with its bound
+    (["validate", str(DIGIT), f"training.max_steps={N300}"], "training.max_steps: must be at most 1000000"),  # validated
+    (["plan", str(DIGIT), f"training.max_steps={N300}"], "training.max_steps: must be at most 1000000"),  # and planned
+    (["train", str(DIGIT), "--dry-run", f"training.max_steps={N300}"], "training.max_steps: must be at most 1000000"),
+    (["validate", str(DIGIT), "training.num_train_epochs=1e12"], "training.num_train_epochs: must be at most 1000000"),
+    (["validate", str(DIGIT), "training.num_generations=100000"], "training.num_generations: must be at most 65536"),
+    (["validate", str(DIGIT), "training.generation_batch_size=99999999"], "generation_batch_size: must be at most 65536"),
+    (["validate", str(DIGIT), "training.max_completion_length=2000000"], "max_completion_length: must be at most 1048576"),
+    (["validate", str(DIGIT), "training.dataloader_num_workers=100000"], "dataloader_num_workers: must be at most 1024"),
+    (["validate", str(DIGIT), "eval.samples=99999999"], "eval.samples: must be at most 65536"),
+    (["validate", str(DIGIT), "eval.batch_size=99999999"], "eval.batch_size: must be at most 65536"),
+    (["validate", str(DIGIT), "eval.max_new_tokens=99999999"], "eval.max_new_tokens: must be at most 1048576"),
+    (["validate", str(DIGIT), "health.preflight_prompts=99999999"], "health.preflight_prompts: must be at most 65536"),
+    (["validate", str(DIGIT), f"health.trend_steps={N300}"], "health.trend_steps: must be at most 1000000"),
+    (["validate", str(DIGIT), f"explore.steps={N300}"], "explore.steps: must be at most 1000000"),
+    (["validate", str(DIGIT), f"logging.completions_steps={N300}"], "logging.completions_steps: must be at most 1000000"),
+    (["validate", str(DIGIT), f"groups.max_extra_rounds={N300}"], "groups.max_extra_rounds: must be at most 1024"),
+    # the generator drew problems until it had 10**20 of them: validate never ended
+    (["validate", "arith", "data.source_args.train=" + "9" * 20], "data.source_args.train: must be a whole number from 0 to"),
+    # a word where a count goes: a TypeError traceback
+    (["validate", "arith", "data.source_args.held_out=abc"], "data.source_args.held_out: must be a whole number from 0 to"),
+]
+
+
+@pytest.mark.parametrize("argv,fragment", LIMITS, ids=[a[-1][:32] for a, _ in LIMITS])
+def test_a_count_past_its_bound_is_one_line(argv, fragment, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rc, err, _ = run(argv)
+    lines = err.splitlines()
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith("error: ") and fragment in lines[0], err
+    assert list(tmp_path.iterdir()) == []  # nothing made
+
+
+def test_every_count_of_the_schema_has_a_bound():
+    from grpo_ext.recipe.schema import MIXTURE_SOURCE, SCHEMA
+
+    specs = [(f"{s}.{k}", spec) for s, keys in SCHEMA.items() for k, spec in keys.items()] + list(MIXTURE_SOURCE.items())
+    assert [key for key, spec in specs if "int" in spec.kinds and spec.maximum is None] == []
+
+
+def test_a_mixture_size_past_its_bound_stops_before_the_run_directory(tmp_path):
+    """data.size: 99999999999999999999 passed validate and the dry run; training then made the run directory and drew
+    rows for ever."""
+    (tmp_path / "rows.jsonl").write_bytes(_jsonl([{"prompt": "Say 1."}, {"prompt": "Say 2."}]))
+    doc = yaml.safe_load(DIGIT_TEXT)
+    doc["data"] = {"size": 10**20 - 1, "mixture": [{"file": "rows.jsonl", "weight": 1, "eval_prompts": ["Say 3."]}]}
+    doc["output_dir"] = str(tmp_path / "run")
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(doc))
+    for argv in (["validate", str(tmp_path / "r.yaml")], ["train", str(tmp_path / "r.yaml"), "--dry-run"]):
+        rc, err, _ = run(argv)
+        assert rc == 2 and err.count("\n") == 1 and "data.size: must be at most 1000000, got 99999999999999999999" in err, err
+    assert not (tmp_path / "run").exists()
+
+
+def _socket(path):
+    import socket
+
+    sock = socket.socket(socket.AF_UNIX)
+    sock.bind(str(path))
+    return sock
+
+
+SPECIAL = [
+    # (how the data file is made, what the line says)
+    (lambda p: os.mkfifo(p), "is a named pipe, not a file"),  # validate waited for a writer, for ever
+    (lambda p: os.symlink("/dev/null", p), "is a character device, not a file"),  # read as a file of no rows
+    (_socket, "is a socket, not a file"),  # OSError (No such device or address) traceback
+]
+
+
+@pytest.mark.parametrize("make,said", SPECIAL, ids=["fifo", "device", "socket"])
+@pytest.mark.parametrize("key", ["file", "eval_file"])
+def test_a_data_path_that_is_not_a_file_is_refused_unopened(make, said, key, tmp_path):
+    import threading
+
+    data = tmp_path / "rows.jsonl"
+    kept = make(data)
+    doc = yaml.safe_load(DIGIT_TEXT)
+    doc["data"][key] = "rows.jsonl"
+    doc["data"].pop("prompts" if key == "file" else "eval_prompts")
+    doc["output_dir"] = str(tmp_path / "run")
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(doc))
+    result = []
+    worker = threading.Thread(target=lambda: result.append(run(["validate", str(tmp_path / "r.yaml")])), daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    if worker.is_alive():  # a writer lets the waiting reader go, so the test ends
+        with open(data, "w"):
+            pass
+        worker.join(timeout=30)
+        pytest.fail("validate waited on the named pipe")
+    if kept is not None:
+        kept.close()
+    rc, err, _ = result[0]
+    assert rc == 2 and err.count("\n") == 1 and f"data.{key}: " in err and said in err, err
+
+
+def _parquet(rows: list[dict]) -> bytes:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    sink = io.BytesIO()
+    pq.write_table(pa.Table.from_pylist(rows), sink)
+    return sink.getvalue()
+
+
+GOOD_PARQUET = _parquet([{"prompt": f"Say {i}."} for i in range(50)])
+
+
+def _saved(folder, info=None, state=None, arrow: bytes | None = None) -> None:
+    """A folder as Dataset.save_to_disk writes it (dataset_info.json, state.json, one arrow stream), with any part
+    replaced."""
+    import pyarrow as pa
+
+    folder.mkdir()
+    sink = io.BytesIO()
+    table = pa.Table.from_pylist([{"prompt": "Say 1."}, {"prompt": "Say 2."}])
+    with pa.ipc.new_stream(sink, table.schema) as writer:
+        writer.write_table(table)
+    name = "data-00000-of-00001.arrow"
+    files = {
+        "dataset_info.json": info if info is not None else json.dumps({"features": {"prompt": {"_type": "Value"}}}),
+        "state.json": state if state is not None else json.dumps({"_data_files": [{"filename": name}]}),
+    }
+    for file, text in files.items():
+        (folder / file).write_text(text)
+    (folder / name).write_bytes(sink.getvalue() if arrow is None else arrow)
+
+
+def _cut_arrow(folder):
+    _saved(folder)
+    arrow = folder / "data-00000-of-00001.arrow"
+    arrow.write_bytes(arrow.read_bytes()[:150])
+
+
+DAMAGED = [
+    # (data file name, how it is made, what the one line says)
+    ("d.parquet", lambda p: p.write_bytes(b""), "d.parquet: not a readable Parquet file (Parquet file size is 0 bytes)"),
+    ("d.parquet", lambda p: p.write_bytes(GOOD_PARQUET[: len(GOOD_PARQUET) // 2]), "d.parquet: not a readable Parquet file"),
+    ("d.parquet", lambda p: p.write_bytes(bytes(range(256)) * 8), "d.parquet: not a readable Parquet file"),  # garbage
+    ("d.parquet", lambda p: p.write_bytes(GOOD_PARQUET[:8] + b"\x00" * 64 + GOOD_PARQUET[72:]), "not a readable Parquet"),
+    ("d.json", lambda p: p.write_text("[" * 100_000 + "]" * 100_000), "d.json: JSON nested too deeply to read"),  # Recursion
+    ("d.jsonl", lambda p: p.write_text('{"prompt": ' + "[" * 100_000 + "]" * 100_000 + "}\n"), "line 1: JSON nested too"),
+    ("d.csv", lambda p: p.write_text("prompt\n" + "x" * 200_000 + "\n"), "d.csv, line 2: not readable as CSV: field larger"),
+    # these were one line already
+    ("d.csv", lambda p: p.write_bytes(b""), "d.csv: the file has no rows"),
+    ("d.jsonl", lambda p: p.write_bytes(b""), "d.jsonl: the file has no rows"),
+    ("d.json", lambda p: p.write_bytes(b""), "d.json: the file has no rows"),
+    ("d.jsonl", lambda p: p.write_text('{"prompt": "a"}\n{"prompt": "b'), "d.jsonl, line 2: malformed JSON"),  # cut short
+    ("d.json", lambda p: p.write_text('[{"prompt": "a"}, {"prompt": "b'), "d.json, line 1: malformed JSON"),
+    ("d.csv", lambda p: p.write_bytes(b"prompt\n\xff\xfe\x00garbage\n"), "d.csv, line 2: byte 0xff at column 1 is not UTF-8"),
+    ("d.jsonl", lambda p: p.write_bytes(bytes(range(128, 256))), "d.jsonl, line 1: byte 0x80 at column 1 is not UTF-8"),
+    # a save_to_disk folder: its arrow stream empty, cut short or garbage; its JSON files missing or damaged
+    ("saved", lambda p: _saved(p, arrow=b""), "saved: not a readable dataset folder"),
+    ("saved", _cut_arrow, "saved: not a readable dataset folder"),
+    ("saved", lambda p: _saved(p, arrow=bytes(range(256)) * 4), "saved: not a readable dataset folder"),
+    ("saved", lambda p: _saved(p, info="{not json"), "saved: its dataset_info.json is not JSON"),
+    ("saved", lambda p: _saved(p, state="[1, 2"), "saved: its state.json is not JSON"),
+    ("saved", lambda p: _saved(p, state="[1, 2]"), "saved: its state.json holds a JSON list, not an object"),
+    ("saved", lambda p: (_saved(p), (p / "state.json").unlink()), "saved: no state.json in the folder"),
+    ("saved", lambda p: (_saved(p), (p / "data-00000-of-00001.arrow").unlink()), "its data-00000-of-00001.arrow is missing"),
+]
+
+
+@pytest.mark.parametrize("name,make,said", DAMAGED, ids=[f"{i}-{said[:30]}" for i, (_, _, said) in enumerate(DAMAGED)])
+def test_a_damaged_data_file_is_one_line(name, make, said, tmp_path):
+    make(tmp_path / name)
+    doc = yaml.safe_load(DIGIT_TEXT)
+    doc["data"]["file"] = name
+    doc["data"].pop("prompts")
+    doc["output_dir"] = str(tmp_path / "run")
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(doc))
+    rc, err, _ = run(["validate", str(tmp_path / "r.yaml")])
+    lines = err.splitlines()
+    assert rc == 2 and len(lines) == 1 and lines[0].startswith("error: ") and "data.file: " in lines[0] and said in lines[0], err
+    assert lines[0].isprintable() and len(lines[0]) <= 500

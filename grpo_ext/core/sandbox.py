@@ -21,7 +21,8 @@ run: ``user``), the judge as another, so the program can neither signal nor read
 Without namespaces, a harness that is root still runs the program and the judge under user ids of their own
 (``isolation()`` gives ``("user",)``, where the interpreter is readable by any user): the program reads and writes
 what any user may (its own folder, /tmp; ``disk_mb`` does not apply, each file is bounded by ``file_mb``),
-signals none of the machine's processes, and can reach the network. A harness that is not root runs the program as the training user: ``processes`` counts every
+signals none of the machine's processes, and can reach the network. A harness that is not root runs the program
+as the training user: ``processes`` counts every
 process of that user (so such a program can seldom start one), it can read and write what that user can (the data
 set with the tests included), and it can reach the network.
 
@@ -87,7 +88,8 @@ def isolation() -> tuple[str, ...]:
     if not sys.platform.startswith("linux") or os.geteuid() != 0:
         return ()
     # it must write its folder and not "/", and read the standard library (not imported yet) as its own user
-    probe = "import fractions\nopen('mine', 'w').write('x')\ntry:\n    open('/w', 'w')\nexcept OSError:\n    pass\nelse:\n    raise SystemExit(3)"
+    probe = "import fractions\nopen('mine', 'w').write('x')\ntry:\n    open('/w', 'w')\nexcept OSError:\n    pass\n"
+    probe += "else:\n    raise SystemExit(3)"
     for kinds in (("net", "pid", "mount", "user"), ("user",)):
         if _run(probe, "", None, Limits(wall_seconds=20), kinds).status == "passed":
             return kinds

@@ -22,9 +22,8 @@ Without namespaces, a harness that is root still runs the program and the judge 
 (``isolation()`` gives ``("user",)``, where the interpreter is readable by any user): the program reads and writes
 what any user may (its own folder, /tmp; ``disk_mb`` does not apply, each file is bounded by ``file_mb``),
 signals none of the machine's processes, and can reach the network. A harness that is not root runs the program
-as the training user: ``processes`` counts every
-process of that user (so such a program can seldom start one), it can read and write what that user can (the data
-set with the tests included), and it can reach the network.
+as the training user: ``processes`` counts every process of that user (so such a program can seldom start one),
+it can read and write what that user can (the data set with the tests included), and it can reach the network.
 
 This is defence in depth for code from a model being trained, not a security boundary against a determined
 attacker: the kernel is shared. For untrusted code from people, use a remote sandbox (E2B, Piston, Sandbox

@@ -1,6 +1,7 @@
 """The ``grpo-ext`` command (also ``python -m grpo_ext``; ``python -m grpo_ext.train`` is ``grpo-ext train``).
 
     grpo-ext train RECIPE [key=value ...] [--dry-run] [--overwrite] [--resume]   train from a recipe
+    grpo-ext train RECIPE --quick [key=value ...]       every phase of a run, small: does the recipe run end to end?
     grpo-ext validate FILE [FILE ...] [key=value ...]   check recipes (with overrides); exit 2 if any is bad
     grpo-ext ls                                         shipped recipes, rewards and model aliases
     grpo-ext cp NAME DEST.yaml                          copy a shipped recipe to edit
@@ -49,7 +50,7 @@ from grpo_ext.verbs import filter as pass_filter  # the module is named for its 
 
 def cmd_train(args) -> None:
     if args.dry_run:
-        train.dry_run(load(args.recipe, args.overrides))
+        train.dry_run(train.recipe_for(args.recipe, args.overrides, args.quick))
         return
     train.train(
         args.recipe,
@@ -58,6 +59,7 @@ def cmd_train(args) -> None:
         resume=args.resume,
         verbose=args.verbose,
         accept_changes=args.accept_changes,
+        quick=args.quick,
     )
 
 
@@ -365,6 +367,12 @@ def parser() -> argparse.ArgumentParser:
     tr = sub.add_parser("train", help="train from a recipe", description="Train a model with GRPO from a YAML recipe.")
     _recipe_args(tr)
     tr.add_argument("--dry-run", action="store_true", help="validate, resolve, print the effective GRPOConfig; load no weights")
+    tr.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke test: 2 steps, a pre-flight of one group, an eval of 2 prompts x 2 samples, no final/, into "
+        "OUTPUT_DIR-quick (its first line lists each change; a key=value you give wins)",
+    )
     tr.add_argument("--overwrite", action="store_true", help="replace a previous run in output_dir")
     tr.add_argument(
         "--resume", action="store_true", help="continue the unfinished run in output_dir from its last complete checkpoint"

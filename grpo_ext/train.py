@@ -1,4 +1,4 @@
-"""``python -m grpo_ext.train RECIPE [key=value ...] [--dry-run] [--overwrite] [--resume] [--verbose]``.
+"""``python -m grpo_ext.train RECIPE [key=value ...] [--dry-run] [--quick] [--overwrite] [--resume] [--verbose]``.
 
 The same command as ``grpo-ext train``; the work is done in ``grpo_ext.verbs.train``.
 """

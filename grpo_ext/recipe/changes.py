@@ -9,6 +9,7 @@ RESUME_MAY_CHANGE = (
     "logging",
     "groups.skip_zero_advantage",
     "resume",
+    "save_final",
     "output_dir",
     "training.logging_steps",
     "training.report_to",

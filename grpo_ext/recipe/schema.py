@@ -110,6 +110,13 @@ SCHEMA: dict[str, dict[str, Spec]] = {
     "eval": {
         "enabled": Spec(("bool",), True, doc="score eval_prompts before and after training"),
         "samples": Spec(("int",), 8, minimum=1, maximum=MAX_BATCH, doc="completions sampled per eval prompt"),
+        "max_prompts": Spec(
+            ("int", "null"),
+            None,
+            minimum=1,
+            maximum=MAX_ROWS,
+            doc="score at most the first N eval prompts; null: all, with tools at most as many as the steps train on",
+        ),
         "temperature": Spec(("float", "null"), None, minimum=0, doc="sampling temperature; null: training.temperature"),
         "max_new_tokens": Spec(("int", "null"), None, minimum=1, maximum=MAX_TOKENS, doc="null: training.max_completion_length"),
         "pass_threshold": Spec(("float",), 1.0, doc="a sample passes a reward when its score is at least this"),
@@ -125,7 +132,12 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             doc="score the base model's samples before step 1; fail: stop on a warning; off (YAML reads it as false): skip",
         ),
         "preflight_prompts": Spec(
-            ("int",), 8, minimum=1, maximum=MAX_BATCH, doc="training prompts sampled (num_generations each) by the pre-flight"
+            ("int", "null"),
+            None,
+            minimum=1,
+            maximum=MAX_BATCH,
+            doc="training prompts sampled (num_generations each) by the pre-flight; null: 8, with tools at most those the "
+            "steps train on",
         ),
         # 0.75: the strict digit reward alone leaves 7 of 8 pre-flight groups of the digit recipe flat (88%)
         "preflight_flat_share": Spec(
@@ -292,6 +304,9 @@ TOP_LEVEL: dict[str, Spec] = {
     "seed": Spec(("int",), 0, minimum=0, maximum=2**32 - 1, doc="random seed"),  # the seeds numpy (and so TRL's set_seed) takes
     "resume": Spec(
         ("bool", "str"), False, (False, True, "auto"), doc="continue from the last complete checkpoint; auto: when there is one"
+    ),
+    "save_final": Spec(
+        ("bool",), True, doc="write the trained model (or adapter) to final/ when the run completes; false: no final/"
     ),
 }
 

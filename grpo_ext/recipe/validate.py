@@ -46,6 +46,7 @@ class Recipe:
     reward_names: list = field(default_factory=list)  # each reward's metric name; a user's factory: how the recipe calls it
     tools: list = field(default_factory=list, repr=False)  # tools[i] built and checked (recipe/agents.py)
     environment: object = field(default=None, repr=False)  # the environment class, or None
+    notes: list = field(default_factory=list)  # lines a run and its dry run say first (--quick: what it changed)
     _funcs: list | None = field(default=None, repr=False)  # the guarded rewards, once built
 
     @property
@@ -598,7 +599,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         raise RecipeError(problems, source)
     checked = {"model": model, "data": data, "rewards": entries, "training": training}  # the order recipe.yaml records
     checked |= {name: value for name, value in sections.items() if name not in checked}
-    checked.update((key, top[key]) for key in ("output_dir", "seed", "resume"))
+    checked.update((key, top[key]) for key in ("output_dir", "seed", "resume", "save_final"))
     checked.update((key, top[key]) for key in ("tools", "environment") if top.get(key))  # recorded only when used
     if top.get("algorithm") is not None:
         checked["algorithm"] = top["algorithm"]

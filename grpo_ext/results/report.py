@@ -341,6 +341,11 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
         f"- **Model:** {summary.get('model')}",
         f"- **Steps:** {steps}; training time {_seconds(train_s)}{per_step}",
     ]
+    final = summary.get("final")
+    if isinstance(final, dict):  # a completed run: where its model is, or why it saved none; weights that never moved
+        saved = "[final/](final)" if final.get("saved") else f"none, {final.get('why')}"
+        unchanged = f"; the weights are the base model's, unchanged ({final['unchanged']})" if final.get("unchanged") else ""
+        lines.append(f"- **Model saved:** {saved}{unchanged}")
     resumed = summary.get("resumed_at") or []
     if resumed:
         at = ", ".join(f"step {step}" for step in resumed)

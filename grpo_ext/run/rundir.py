@@ -179,6 +179,14 @@ def read_summary(run_dir: Path) -> dict:
     return summary if isinstance(summary, dict) else {}
 
 
+def unsaved_final(run_dir: Path) -> str | None:
+    """Why a run that completed wrote no ``final/`` (its summary's ``final.why``: ``save_final: false``), or None."""
+    final = read_summary(run_dir).get("final")
+    if isinstance(final, dict) and final.get("saved") is False and not (run_dir / "final").exists():
+        return str(final.get("why") or "the run saved none")
+    return None
+
+
 def _summary_problem(run_dir: Path) -> str | None:
     """Why summary.json cannot be continued from (cut short, or not a run's summary), or None."""
     path = run_dir / "summary.json"

@@ -105,3 +105,10 @@ def subset(inputs: dict, keep) -> dict:
                 value = value[:, :width]
         out[key] = value
     return out
+
+
+def learned_nothing(trainer) -> bool:
+    """Whether every row of every micro-batch the trainer's loss saw had zero advantage and was left out, with no
+    weight decay: the gradients were exactly zero, so Adam moved no weight and the model is the one it started from.
+    False when rows were not left out (``groups.skip_zero_advantage`` off, or a ``blocker``), or nothing trained."""
+    return getattr(trainer, "_grpo_ext_learned", True) is False and not getattr(trainer.args, "weight_decay", 0.0)

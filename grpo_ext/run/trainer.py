@@ -91,6 +91,7 @@ def trainer_class(skip_zero_advantage: bool = True, dynamic_sampling: int | None
             if not hasattr(self, "_grpo_ext_blocker"):  # decided once: the settings do not change within a run
                 self._grpo_ext_blocker = skipping.blocker(self)
             keep = None if self._grpo_ext_blocker else skipping.kept_rows(inputs)
+            self._grpo_ext_learned = getattr(self, "_grpo_ext_learned", False) or keep is None or bool(keep.any())
             rows = inputs["advantages"].size(0)
             self._metrics["train"]["skipped_rows"].append(0.0 if keep is None else 1 - int(keep.sum()) / rows)
             if keep is None:

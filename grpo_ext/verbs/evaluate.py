@@ -18,11 +18,11 @@ import time
 from pathlib import Path
 
 from grpo_ext.core import catalog, console
-from grpo_ext.core.errors import RunError
+from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import exists, refuse_to_replace, write_atomic
 from grpo_ext.recipe import Recipe, load
 from grpo_ext.results import preflight, report, scoring
-from grpo_ext.run import chat_tools, data, hardware, models, rollouts
+from grpo_ext.run import chat_tools, data, hardware, models, rollouts, rundir
 
 FALLBACK_PROMPTS = 16
 SHOWN_PROMPTS = 3
@@ -34,6 +34,11 @@ def locate(ref: str) -> tuple[str, Path | None, Path | None]:
     path = Path(ref).expanduser()
     if not exists(path, "dir"):
         return ref, None, None
+    unsaved = rundir.unsaved_final(path)
+    if unsaved is not None:
+        raise RecipeError(
+            f"--model {ref}: the run saved no final/: {unsaved}; score one of its checkpoints (--checkpoints) or its base model"
+        )
     run_dir = path if (path / "final").is_dir() else None
     weights = path / "final" if run_dir else path
     if not models.has_adapter(weights):
@@ -61,11 +66,16 @@ def load_model(ref: str, model_cfg: dict, log) -> tuple[object, object, str]:
 
 
 def prompts_to_score(recipe: Recipe, chat: bool, log) -> list[dict]:
-    """The recipe's held-out rows; without any, the first training rows (said so)."""
+    """The recipe's held-out rows, the first ``eval.max_prompts`` of them; without any, the first training rows (said
+    so)."""
     rows = data.eval_rows(recipe["data"], recipe.base_dir, recipe["seed"])
     if not rows:
         rows = data.train_rows(recipe["data"], recipe.base_dir, FALLBACK_PROMPTS)
         log(f"eval: the recipe has no held-out prompts; scoring the first {len(rows)} training prompts (not held out)")
+    cap = recipe["eval"]["max_prompts"]  # unset, every prompt: the scaling to a run's steps is the run's own
+    if cap is not None and len(rows) > cap:
+        log(f"eval: the first {cap} of {len(rows)} prompts (eval.max_prompts)")
+        rows = rows[:cap]
     return data.formatted(rows, recipe["data"], chat)
 
 

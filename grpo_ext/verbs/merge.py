@@ -27,6 +27,9 @@ def read_run(run_dir: Path) -> Recipe:
     final = run_dir / "final"
     if not (run_dir / "recipe.yaml").is_file():
         raise RecipeError(f"{run_dir}: no recipe.yaml here; give the run directory of a finished run (its output_dir)")
+    unsaved = rundir.unsaved_final(run_dir)
+    if unsaved is not None:
+        raise RecipeError(f"{run_dir}: no final/ to merge: {unsaved}; train with save_final: true to keep the adapter")
     if not models.has_adapter(final):
         what = "a full model, already loadable with from_pretrained" if (final / "config.json").is_file() else "no adapter"
         raise RecipeError(f"{final}: holds {what}; merge needs a run trained with model.lora")

@@ -97,6 +97,9 @@ def finished(run_dir: Path) -> Path:
             f"{run_dir}: summary.json says the run is still training (or was killed); push it once it has finished "
             f"(grpo-ext doctor {run_dir} tells which)"
         )
+    unsaved = rundir.unsaved_final(run_dir)
+    if unsaved is not None:
+        raise RecipeError(f"{run_dir}: no final/ to push: {unsaved}; train with save_final: true to publish a model")
     if model_card.is_adapter(final):
         if not any((final / name).is_file() for name in ("adapter_model.safetensors", "adapter_model.bin")):
             raise RecipeError(f"{final}: adapter_config.json without the adapter's weights; train again: grpo-ext train {recipe}")

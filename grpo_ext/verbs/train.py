@@ -3,6 +3,7 @@
     summary = grpo_ext.train("recipes/digit.yaml", overrides=["training.max_steps=4"])
     grpo-ext train recipes/digit.yaml training.max_steps=4      # the same from a shell
     python -m grpo_ext.train recipes/digit.yaml                  # the same
+    grpo-ext train recipes/digit.yaml --quick                    # every phase, small: does the recipe run? (recipe/quick.py)
 
 GRPO (Group Relative Policy Optimization) samples a group of completions per prompt, scores each with
 the recipe's reward functions, and pushes the policy towards the completions that beat their group's
@@ -24,7 +25,7 @@ from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import os_problem, write_atomic
 from grpo_ext.core.text import plural
 from grpo_ext.core.yaml_io import load_yaml
-from grpo_ext.recipe import Recipe, agents, changed_keys, load
+from grpo_ext.recipe import Recipe, agents, changed_keys, load, quick
 from grpo_ext.results import preflight, report, scoring, watchdog
 from grpo_ext.rewards import guard
 from grpo_ext.run import (
@@ -53,17 +54,21 @@ def train(
     verbose: bool = False,
     callbacks: list | None = None,
     accept_changes: bool = False,
+    quick: bool = False,
 ) -> dict:
     """Train from a recipe (a path, a shipped recipe's name, or a loaded Recipe); return the run's summary.
 
     ``overrides`` are ``section.key=value`` strings; ``callbacks`` are transformers TrainerCallbacks added to
-    the trainer; ``accept_changes`` lets a resume continue with a recipe that differs from the run's (recorded).
+    the trainer; ``accept_changes`` lets a resume continue with a recipe that differs from the run's (recorded);
+    ``quick``: --quick's short run (``recipe/quick.py``), under the ``overrides``.
     Raises RecipeError for bad input (nothing written), RunError for a failure while running,
     KeyboardInterrupt when interrupted (the run directory keeps what was saved and says so).
     """
     completed, prepared = False, None
     try:
-        recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
+        recipe = recipe_for(recipe, overrides, quick)
+        for note in recipe.notes:
+            console.say(note)
         missing = adapters.missing_packages(recipe["model"])
         if missing:
             raise RecipeError(missing, str(recipe.path))
@@ -82,6 +87,13 @@ def train(
         if prepared is not None and launch.is_main():
             rundir.discard_if_empty(prepared)  # lets go of the lock; a directory that got nothing is removed
         launch.close(completed)
+
+
+def recipe_for(recipe: str | Path | Recipe, overrides: list[str] | tuple = (), quick_run: bool = False) -> Recipe:
+    """The recipe a run (or a dry run) takes: loaded with the ``overrides``, and with --quick's changes under them."""
+    if not quick_run:
+        return recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
+    return quick.again(recipe) if isinstance(recipe, Recipe) else quick.load(str(recipe), list(overrides))
 
 
 def check_data(recipe: Recipe) -> None:
@@ -174,6 +186,8 @@ def dry_run(recipe: Recipe) -> None:
     if cached is not None:
         state = f"; cached at {cached}" if model_names.is_cached(source) else "; first run fetches and converts it"
     d = recipe["data"]
+    for note in recipe.notes:
+        print(note)
     print(f"recipe: {recipe.path} (valid)")
     print(f"model: {source.describe()}{state}")
     print(f"training: {adapters.describe(recipe['model'])}")
@@ -210,6 +224,8 @@ def dry_run(recipe: Recipe) -> None:
     boost = explore.describe(recipe["explore"], compat.effective(recipe["training"], "max_steps"))
     if boost:
         print(boost)
+    for line in quick.describe(recipe):
+        print(line)
     print(f"output_dir: {recipe['output_dir']}")
     table = compat.table_for()
     print(
@@ -335,6 +351,10 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     chat_tools.apply(tokenizer, recipe, log)
     log(f"training: {adapters.describe(recipe['model'])}")
     chat, train_set, eval_rows = _datasets(recipe, rows, tokenizer, args, log, data.context_of(model.config))
+    cap = quick.eval_prompts(recipe)
+    if recipe["eval"]["enabled"] and cap is not None and len(eval_rows) > cap:
+        log(f"eval: the first {cap} of {len(eval_rows)} eval prompts ({quick.why(recipe, 'eval.max_prompts')})")
+        eval_rows = eval_rows[:cap]
     dog = watchdog.Watchdog(recipe["health"], watchdog.pass_marks(recipe.reward_funcs), recipe["eval"]["pass_threshold"])
     watch = dog.hook(log, stop=recipe["health"]["on_problem"] == "stop")
     metrics = progress.MetricsLog(
@@ -440,11 +460,13 @@ def check_rewards(r: Run) -> None:
     agent = _agent(r, "health: pre-flight")
     if agent is False:
         return
-    rows = list(r.grpo.train_dataset.select(range(min(cfg["preflight_prompts"], len(r.grpo.train_dataset)))))
+    rows = list(r.grpo.train_dataset.select(range(min(quick.preflight_prompts(r.recipe), len(r.grpo.train_dataset)))))
     training = explore.first_steps(r.recipe["training"], r.recipe["explore"])
     if agent is not None:
         group = compat.effective(training, "num_generations")
-        r.log(f"pre-flight: playing {len(rows)} prompts x {group} conversations with the tool loop")
+        scaled = quick.preflight_prompts(r.recipe) < quick.PREFLIGHT_PROMPTS and cfg["preflight_prompts"] is None
+        scaled = f" ({quick.why(r.recipe, 'health.preflight_prompts')})" if scaled else ""
+        r.log(f"pre-flight: playing {len(rows)} prompts x {group} conversations with the tool loop{scaled}")
         stats, findings, seconds = preflight.sample_conversations(
             agent, rows, r.recipe.weights, training, r.eval_settings, limits=cfg
         )
@@ -507,15 +529,37 @@ def _record_progress(r: Run) -> None:
         r.summary["reward_first"], r.summary["reward_last"] = rewards[0], rewards[-1]
 
 
+NOT_SAVED = "save_final was false (the eval after scored the trained model in memory)"
+
+
+def _unchanged(r: Run) -> str | None:
+    """Why the trained weights are exactly the base model's, or None: every row of every step had zero advantage
+    and was left out of the loss (a resumed run's earlier steps are not known here, so it says nothing)."""
+    if r.prepared.resume_from or r.grpo.state.global_step == 0 or not skipping.learned_nothing(r.grpo):
+        return None
+    return "every row of every step had zero advantage and was left out of the loss"
+
+
 def finish(r: Run) -> None:
-    """Phase 4: eval after, the final weights (or adapter) in ``final/``, summary and report."""
+    """Phase 4: eval after, the final weights (or adapter) in ``final/`` unless ``save_final`` is false, summary and
+    report. A run whose weights never moved still saves them, as every completed run does, and says so: what reads a
+    run (``eval --model RUN``, ``merge``, ``push``, a script's from_pretrained) finds final/ where it looks."""
     r.summary["eval_after"] = eval_pass(r, "after")
-    if r.is_main:
-        rundir.record(r.dir, "final")
-    r.grpo.save_model(str(r.dir / "final"))  # every process: sharded engines gather the weights; only the main one writes
+    save = r.recipe["save_final"]
+    if save:
+        if r.is_main:
+            rundir.record(r.dir, "final")
+        r.grpo.save_model(str(r.dir / "final"))  # every process: sharded engines gather the weights; only the main one writes
     if not r.is_main:
         return
-    r.tokenizer.save_pretrained(str(r.dir / "final"))
+    unchanged = _unchanged(r)
+    if save:
+        r.tokenizer.save_pretrained(str(r.dir / "final"))
+    else:
+        r.log(f"final/ not saved: {NOT_SAVED}")
+    if unchanged:
+        r.log(f"trained weights: the base model's, unchanged ({unchanged}); grpo-ext doctor {r.dir} says why no group had spread")
+    r.summary["final"] = {"saved": save, "why": None if save else NOT_SAVED, "unchanged": unchanged}
     r.summary["status"] = "completed"
     r.summary["eval_change"] = scoring.change(r.summary["eval_before"], r.summary["eval_after"])
     report.finish(r.dir, r.summary, r.log)

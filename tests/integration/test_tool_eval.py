@@ -71,7 +71,7 @@ def tool_recipe(tmp_path, model) -> dict:
             "max_tool_calling_iterations": 1,
             "save_strategy": "no",
         },
-        "eval": {"samples": 2},
+        "eval": {"samples": 2, "max_prompts": 2},  # both held-out rows: unset, a 1-step tool run scores one (recipe/quick.py)
         "health": {"preflight_prompts": 2},
         "output_dir": str(tmp_path / "run"),
     }

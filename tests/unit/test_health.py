@@ -561,7 +561,8 @@ def test_recipe_health_section(overrides, error):
 
     if error is None:
         recipe = load_recipe("digit", overrides)
-        assert set(recipe["health"]) == set(watchdog.LIMITS) | {"preflight", "on_problem"}
+        # the thresholds, and the pre-flight's mode and size (null: scaled to a tool recipe's steps, recipe/quick.py)
+        assert set(recipe["health"]) == set(watchdog.LIMITS) | {"preflight", "preflight_prompts", "on_problem"}
         return
     with pytest.raises(RecipeError) as info:
         load_recipe("digit", overrides)

@@ -1,10 +1,12 @@
 """A tiny causal LM and tokenizer built locally, for plumbing tests and checks that need no download.
 
-    python -m grpo_ext.tiny DIR      # writes a ~1 MB Llama-shaped model with a chat template to DIR
+    python -m grpo_ext.tiny DIR                          # writes a ~1 MB Llama-shaped model with a chat template to DIR
+    python -m grpo_ext.tiny DIR --chatml --context 2048  # ChatML's template and tokens, room for tools' schemas
 
 Weights are random: it trains and generates, it does not answer anything sensibly.
 """
 
+import argparse
 import sys
 from pathlib import Path
 
@@ -81,9 +83,25 @@ def build(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m grpo_ext.tiny DIR``: build the tiny model in DIR and print where it is."""
-    argv = sys.argv[1:] if argv is None else argv
-    if len(argv) != 1 or argv[0].startswith("-"):  # --help is a question, not a folder to build in
-        raise SystemExit("usage: python -m grpo_ext.tiny DIR  (builds a tiny random Llama model with a chat template in DIR)")
-    print(build(argv[0]))
+    """``python -m grpo_ext.tiny DIR [--chatml] [--context N]``: build the tiny model in DIR and print where it is."""
+    parser = argparse.ArgumentParser(
+        prog="python -m grpo_ext.tiny", description="Build a tiny random Llama model with a chat template in DIR."
+    )
+    parser.add_argument("dir", metavar="DIR")
+    parser.add_argument(
+        "--chatml",
+        action="store_true",
+        help="ChatML's template and tokens (<|im_start|>, <|im_end|>), as SmolLM2's: a recipe with tools then gets "
+        "grpo_ext's ChatML tool template",
+    )
+    parser.add_argument(
+        "--context",
+        type=int,
+        default=256,
+        metavar="N",
+        help="the tokens it takes, prompt and completion together (default 256; the schema of a tool in the prompt "
+        "takes hundreds of its tokens)",
+    )
+    args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    print(build(args.dir, chatml=args.chatml, context=args.context))
     return 0

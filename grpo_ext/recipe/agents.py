@@ -24,11 +24,13 @@ start a game server): TRL builds it, with the args (``factory``), once a run sta
 ``environment:`` holds one.
 """
 
+import contextlib
 import functools
 import inspect
 from pathlib import Path
 
 from grpo_ext.core import references
+from grpo_ext.core.errors import RunError
 from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import shown
 from grpo_ext.core.values import kind_of
@@ -137,7 +139,9 @@ def _tool(entry, where: str, base_dir: Path, problems: list[str]):
 
 
 def _environment(entry, base_dir: Path, problems: list[str]):
-    """The class ``environment:`` names, checked, with its args checked against its constructor; None with the lines."""
+    """The class ``environment:`` names, checked, with its args checked against its constructor, problems appended;
+    the class even when it has some, so that the rows are held against its ``reset`` in the same round (the recipe
+    is refused all the same); None when nothing is found, or what is found is not a class."""
     names = ", ".join(environments.REGISTRY)
     named = _named(entry, "environment", f"an environment is a class's name ({names}, file.py:Class, module:Class)", problems)
     if named is None:
@@ -151,10 +155,11 @@ def _environment(entry, base_dir: Path, problems: list[str]):
         return None
     # the library's are checked in tests/unit/test_tool_runs.py, as the library's tools are
     found = [] if ref in environments.REGISTRY else check_environment(cls, "environment")
-    if not found:
-        found = _constructor(cls, ref, args, given=isinstance(entry, dict))
-    problems.extend(found)
-    return None if found else cls
+    if not inspect.isclass(cls):
+        problems.extend(found)
+        return None
+    problems.extend([*found, *_constructor(cls, ref, args, given=isinstance(entry, dict))])
+    return cls
 
 
 def _constructor(cls: type, ref: str, args: dict, given: bool) -> list[str]:
@@ -179,10 +184,36 @@ def _constructor(cls: type, ref: str, args: dict, given: bool) -> list[str]:
 
 
 def factory(environment: type | None, entry):
-    """What GRPOTrainer's ``environment_factory`` is given for the checked ``environment:`` entry: the class, or a
-    callable that builds it with the entry's args (TRL calls it with nothing, for each instance it needs)."""
-    args = entry.get("args") if isinstance(entry, dict) else None
-    return functools.partial(environment, **args) if environment is not None and args else environment
+    """What GRPOTrainer's ``environment_factory`` is given for the checked ``environment:`` entry: a callable that
+    builds the class with the entry's args (TRL calls it with nothing, for each instance it needs); None without one."""
+    if environment is None:
+        return None
+    return functools.partial(_built, environment, (entry.get("args") if isinstance(entry, dict) else None) or {})
+
+
+def _built(environment: type, args: dict):
+    """An instance of ``environment`` built with ``args``, whose ``reset`` stops the run in one line naming it when it
+    returns what TRL cannot add to a prompt (a gym-style ``(observation, info)``, a state dict): TRL appends it to the
+    prompt's last message, and fails there with a bare TypeError. Only what the instance's ``reset`` attribute is
+    changes: TRL finds the tools and ``get_reward`` on the class."""
+    instance = environment(**args)
+    reset = instance.reset
+
+    @functools.wraps(reset)
+    def checked(*positional, **row):
+        observation = reset(*positional, **row)
+        if observation is None or isinstance(observation, (str, list)):
+            return observation
+        kind = type(observation).__name__
+        raise RunError(
+            f"environment: {environment.__name__}.reset returned {'an' if kind[0] in 'aeiou' else 'a'} {kind} "
+            f"({shown(observation, 40)}); TRL adds what reset returns to the end of the prompt: return the text "
+            "the model is to read (a str), or None"
+        )
+
+    with contextlib.suppress(AttributeError, TypeError):  # an instance that refuses the attribute: TRL's error stands
+        instance.reset = checked
+    return instance
 
 
 def check_rows(environment: type, columns: dict) -> list[str]:

@@ -160,7 +160,12 @@ def check_environment(cls: object, where: str) -> list[str]:
         problems.append(f"{where}: {name} has no public method besides reset and get_reward, so the model has no tool; add one")
     for tool in tools:
         static = isinstance(inspect.getattr_static(cls, tool), staticmethod)
-        problems += _problems(functions[tool], f"{where}.{tool}", receiver=not static)
+        found = _problems(functions[tool], f"{where}.{tool}", receiver=not static)
+        if found and not inspect.getdoc(functions[tool]):  # most likely a helper, not meant as a tool
+            found[0] += (
+                f", or name it _{tool} if it is not a tool (TRL offers the model every public method but reset and get_reward)"
+            )
+        problems += found
     return problems
 
 

@@ -71,6 +71,19 @@ class AsyncParts(TakesAny):
         return float(self.won)
 
 
+class Helper(TakesAny):
+    def board(self) -> str:
+        return "_" * len(self.word)
+
+
+class Strict(WordGame):
+    def __init__(self, words):
+        self.words = words
+
+    def get_reward(self, completion) -> float:
+        return 0.0
+
+
 class Owner(WordGame):
     """Writes its own prompt: the rows hold none."""
 
@@ -179,6 +192,21 @@ CASES = [
             "rollout), with what its constructor takes in args"
         ],
     ),
+    (  # a public helper is offered to the model as a tool: a docstring, or a name of its own
+        {"environment": "game.py:Helper"},
+        [
+            "environment.board: board has no docstring; write what it does, then Args: with a line for each argument, "
+            "or name it _board if it is not a tool (TRL offers the model every public method but reset and get_reward)"
+        ],
+    ),
+    (  # the class's problems, its constructor's and its reset's against the rows, in one round
+        {"environment": "game.py:Strict"},
+        [
+            "environment: Strict.get_reward takes completion; TRL calls it with nothing, once a rollout ends",
+            "environment.args: Strict needs words (arguments of Strict: words); give them as environment: {name: …",
+            f"environment: Strict.reset takes no hints or prompt, and TRL passes it every column of {ROWS_SEEN}: …",
+        ],
+    ),
     # async: TRL awaits async tool methods and an async get_reward, never an async reset
     ({"environment": "game.py:AsyncParts"}, []),
     (
@@ -248,10 +276,59 @@ def test_the_arguments_are_recorded_and_build_each_instance(tmp_path):
     assert load(str(write(tmp_path / "run" / "recipe.yaml", recipe.to_yaml()))).environment_factory().letters == 5
 
 
-def test_a_plain_class_is_its_own_factory(tmp_path):
+def test_a_plain_class_is_built_by_its_factory(tmp_path):
     problems(tmp_path, doc())
     recipe = load(str(tmp_path / "recipe.yaml"))
-    assert recipe.environment_factory is recipe.environment
+    assert type(recipe.environment_factory()) is recipe.environment  # TRL finds the tools and get_reward on the class
+
+
+RESETS = [
+    # (what reset returns, the line it stops the run with; None: TRL takes it)
+    (None, None),  # nothing added to the prompt
+    ("My word has 5 letters.", None),  # added to the end of the prompt
+    ([{"type": "text", "text": "5 letters"}], None),  # content parts, for a multimodal prompt
+    ({"board": "_____"}, "environment: Echo.reset returned a dict ({'board': '_____'}); TRL adds what reset returns"),
+    (("_____", {}), "environment: Echo.reset returned a tuple (('_____', {})); TRL adds"),  # gym's (observation, info)
+    (5, "environment: Echo.reset returned an int (5); TRL adds what reset returns to the end of the prompt: return the text"),
+]
+
+
+@pytest.mark.parametrize(("returned", "line"), RESETS)
+def test_what_reset_returns_is_checked_as_trl_calls_it(returned, line, tmp_path, monkeypatch):
+    """TRL appends reset's return to the prompt (``content + observation``): anything but None, a str or a list fails
+    there with a bare TypeError; the instance the factory builds says so in one line naming reset."""
+    from grpo_ext.core.errors import RunError
+
+    (tmp_path / "echo.py").write_text(ECHO)
+    problems(tmp_path, doc(environment="echo.py:Echo"))
+    game = load(str(tmp_path / "recipe.yaml")).environment_factory()
+    game.returns = returned
+    if line is None:
+        assert game.reset(prompt="p", word="apple", hints="h") == returned
+    else:
+        with pytest.raises(RunError) as raised:
+            game.reset(prompt="p", word="apple", hints="h")
+        assert str(raised.value).startswith(line), raised.value
+
+
+ECHO = '''
+class Echo:
+    returns = None
+
+    def reset(self, **row):
+        return self.returns
+
+    def guess(self, word: str) -> str:
+        """Guess the secret word.
+
+        Args:
+            word: the word you guess
+        """
+        return "wrong"
+
+    def get_reward(self) -> float:
+        return 0.0
+'''
 
 
 def test_validate_prints_one_line_for_a_wrong_shape(tmp_path, capsys):

@@ -333,11 +333,17 @@ class Judge:
         page = await asyncio.wait_for(client.models.list(), self.settings["call_seconds"])
         return [str(model.id) for model in page.data]
 
-    def _hint(self) -> str:
-        """What to change after the server refused the pre-flight's request: the models it serves, when the one
-        asked for is not among them, and an ``api_key_env`` that is not set; empty when neither applies."""
+    def _hint(self, status: int) -> str:
+        """What to change after the server refused the pre-flight's request with ``status``: a ``base_url`` without
+        the ``/v1`` the servers answer under, when nothing was found there (404); the models it serves, when the one
+        asked for is not among them; and an ``api_key_env`` that is not set; empty when none applies."""
         s = self.settings
         hints = []
+        if status == 404 and not s["base_url"].rstrip("/").endswith("/v1"):
+            hints.append(
+                "OpenAI-compatible servers (vLLM, SGLang, llama.cpp, transformers serve) answer under /v1: "
+                f"set base_url to {s['base_url'].rstrip('/')}/v1"
+            )
         try:
             names = on_judge_loop(self.served())
         except Exception:  # a server without the list, or one that refuses it too: the message above is all there is
@@ -367,7 +373,9 @@ class Judge:
             ) from None
         except Exception as exc:  # the client's own errors: connection, status, timeout
             if isinstance(getattr(exc, "status_code", None), int):  # it answered, with an error status
-                raise RecipeError(f"llm_judge: {s['base_url']} refused a test request: {problem(exc)}{self._hint()}") from None
+                raise RecipeError(
+                    f"llm_judge: {s['base_url']} refused a test request: {problem(exc)}{self._hint(exc.status_code)}"
+                ) from None
             raise RecipeError(f"llm_judge: {s['base_url']} did not answer a test request: {problem(exc)}") from None
         parsed = [parse_score(text, s["low"], s["high"])] if s["mode"] == "single" else parse_group(text, 2, s["low"], s["high"])
         if all(p is None for p in parsed):

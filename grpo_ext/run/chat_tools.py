@@ -9,12 +9,15 @@ a recipe with tools:
 - else a ChatML template (``<|im_start|>``) is replaced by grpo_ext's ChatML tool template
   (``templates/chatml-tools.jinja``), with the parser of TRL's Qwen family, which reads the same
   ``<tool_call>{json}</tool_call>`` lines; the run says so in one line;
-- else the run stops with one line naming ``model.chat_template``.
+- else the run stops with one line naming ``model.chat_template`` (a recipe error, exit status 2), as it does when
+  the template named there cannot render a tool call and its result.
 """
 
+import copy
+import re
 from pathlib import Path
 
-from grpo_ext.core.errors import RunError
+from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import resolve_path
 from grpo_ext.settings import compat
 
@@ -50,21 +53,51 @@ def prepare(tokenizer, model_cfg: dict, base_dir: Path, log) -> None:
         tokenizer.chat_template = TEMPLATE.read_text(encoding="utf-8")
         log(f"tools: the model's ChatML template cannot show tools; grpo_ext's ChatML tool template is used ({TEMPLATE.name})")
     else:
-        raise RunError(
+        raise RecipeError(
             f"model.name {model_cfg['name']!r}: its chat template cannot show tools to the model, and grpo_ext has no "
-            "template for its family; set model.chat_template to a Jinja file that renders tools and tool calls"
+            "template for its family; set model.chat_template to a Jinja file that renders tools, tool calls and their "
+            f"results, with calls as <tool_call>{{json}}</tool_call> lines (one for ChatML models to start from: {TEMPLATE})"
         )
     if not supports_tool_calling(tokenizer):
-        raise RunError("model.chat_template: the template does not render a tool call and its result; see docs/tools.md")
+        raise RecipeError(
+            f"model.chat_template: {model_cfg.get('chat_template') or TEMPLATE.name} does not render a tool call and its "
+            "result (TRL's supports_tool_calling); render each message's tool_calls and each tool message's content "
+            "(docs/tools.md)"
+        )
     _set_parser(tokenizer)
 
 
 def _set_parser(tokenizer) -> None:
     """The Qwen family's response parser from TRL (``<tool_call>`` lines of JSON), under the attribute the installed
-    transformers reads."""
+    transformers reads.
+
+    transformers' parser reads the prompt as well as the reply, from the last place the template opens the
+    assistant's turn: ChatML's ``<|im_start|>assistant``, in the Qwen parser. A template of the user's that opens it
+    otherwise (``<|assistant|>``) would have the whole prompt read as the reply: a ``<tool_call>`` in its system turn,
+    or an earlier turn's call, read as a call of this one. So the parser starts where this template's own generation
+    prompt does, and a reply ends at the tokenizer's end token."""
     from trl import chat_template_utils as templates
 
-    if compat.parses_with_response_template():
-        tokenizer.response_template = templates.qwen3_template
-    else:
-        tokenizer.response_schema = templates.qwen3_schema
+    if not compat.parses_with_response_template():
+        tokenizer.response_schema = templates.qwen3_schema  # a regex over the reply alone
+        return
+    template = templates.qwen3_template
+    opener = _assistant_opener(tokenizer)
+    if opener and opener != template["start_anchor"]:
+        template = copy.deepcopy(template)
+        template["start_anchor"] = opener
+        if tokenizer.eos_token:
+            template["fields"]["content"]["close_pattern"] = re.escape(tokenizer.eos_token) + r"\s*"
+    tokenizer.response_template = template
+
+
+def _assistant_opener(tokenizer) -> str:
+    """What the chat template writes to open the assistant's turn (its generation prompt), or empty when it is not
+    a text the prompt ends with, or a lone user turn does not render (the Qwen parser's own anchor is kept then)."""
+    turn = [{"role": "user", "content": "x"}]
+    try:
+        prompt = tokenizer.apply_chat_template(turn, tokenize=False, add_generation_prompt=True)
+        bare = tokenizer.apply_chat_template(turn, tokenize=False, add_generation_prompt=False)
+    except Exception:  # a template that wants a system turn first, or raises on its own: TRL's run will say
+        return ""
+    return prompt[len(bare) :] if isinstance(prompt, str) and isinstance(bare, str) and prompt.startswith(bare) else ""

@@ -10,6 +10,8 @@ group's baseline, and the watchdog speaks when every sample of several steps goe
 import ast
 import functools
 
+import yaml
+
 from grpo_ext.core.text import shown
 from grpo_ext.core.values import kind_of
 from grpo_ext.rewards import answers, code, judge, maths
@@ -63,4 +65,17 @@ def _why_no_tests(value) -> str:
         ast.parse(value)
     except SyntaxError as exc:
         return f"read as Python: SyntaxError at line {exc.lineno}: {exc.msg}"
+    if code.cases_of(_yaml(value)) is not None:  # pairs written out as text: the column holds a string, not a list
+        return (
+            "Python with no top-level assert, but the text of input/output pairs: give the pairs as a list, not as "
+            "text (in rewards score, --column-yaml tests=...)"
+        )
     return "Python with no top-level assert; each top-level assert is one test case"
+
+
+def _yaml(text: str):
+    """``text`` read as YAML (JSON included), or None when it does not read."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None

@@ -103,6 +103,12 @@ UNSCORED = [
         "code_tests: None; the 'tests' column holds no test this reward reads (Python with no top-level assert; each "
         "top-level assert is one test case)",
     ),
+    # input/output pairs given as text (--column), not as a list (--column-yaml): Python with no assert, and said so
+    (
+        ["code_tests", "--column", "tests=[{input: '2 3', output: '5'}]"],
+        "code_tests: None; the 'tests' column holds no test this reward reads (Python with no top-level assert, but the "
+        "text of input/output pairs: give the pairs as a list, not as text (in rewards score, --column-yaml tests=...))",
+    ),
     # YAML that is no test form
     (
         ["code_tests", "--column-yaml", "tests={cases: 3}"],

@@ -744,6 +744,15 @@ MISTAKES = [
         ),
         status=0,
     ),
+    # stdin/stdout pairs given as text (--column) where they are a list (--column-yaml)
+    case(
+        "pairs-as-text",
+        "code",
+        ["rewards", "score", "code_tests", "--completion", "print(sum(map(int, input().split())))"]
+        + ["--column", "tests=[{input: '2 3', output: '5'}]"],
+        ("the text of input/output pairs: give the pairs as a list, not as text", "--column-yaml tests="),
+        status=0,
+    ),
     # the tests given under another column name
     case(
         "score-column",

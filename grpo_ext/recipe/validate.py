@@ -68,8 +68,8 @@ class Recipe:
 
     @property
     def environment_factory(self):
-        """GRPOTrainer's ``environment_factory``: the environment's class, or with ``environment.args`` a callable that
-        builds it with them; None without an environment."""
+        """GRPOTrainer's ``environment_factory``: a callable that builds the environment's class (with
+        ``environment.args``) and checks what each instance's ``reset`` returns; None without an environment."""
         return agents.factory(self.environment, self.data.get("environment"))
 
     @property

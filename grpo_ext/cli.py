@@ -370,8 +370,8 @@ def parser() -> argparse.ArgumentParser:
     tr.add_argument(
         "--quick",
         action="store_true",
-        help="a smoke test: 2 steps, a pre-flight of one group, an eval of 2 prompts x 2 samples, no final/, into "
-        "OUTPUT_DIR-quick (its first line lists each change; a key=value you give wins)",
+        help="a smoke test: 2 steps, an eval of 2 prompts x 2 samples, no final/, into OUTPUT_DIR-quick (its first "
+        "line lists each change; a key=value you give wins)",
     )
     tr.add_argument("--overwrite", action="store_true", help="replace a previous run in output_dir")
     tr.add_argument(

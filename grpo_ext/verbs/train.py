@@ -466,7 +466,7 @@ def check_rewards(r: Run) -> None:
         group = compat.effective(training, "num_generations")
         scaled = quick.preflight_prompts(r.recipe) < quick.PREFLIGHT_PROMPTS and cfg["preflight_prompts"] is None
         scaled = f" ({quick.why(r.recipe, 'health.preflight_prompts')})" if scaled else ""
-        r.log(f"pre-flight: playing {len(rows)} prompts x {group} conversations with the tool loop{scaled}")
+        r.log(f"pre-flight: playing {plural(len(rows), 'prompt')} x {group} conversations with the tool loop{scaled}")
         stats, findings, seconds = preflight.sample_conversations(
             agent, rows, r.recipe.weights, training, r.eval_settings, limits=cfg
         )

@@ -34,8 +34,8 @@ def test_quick_runs_every_phase_small(tiny_model, digit_doc, tmp_path, no_hub):
     assert proc.returncode == 0, proc.stderr[-2000:]
     first = proc.stderr.splitlines()[0]
     assert first == (
-        "grpo_ext: quick: training.max_steps=2 (was 4), health.preflight_prompts=1 (was null), health.preflight=warn "
-        f"(was fail), eval.max_prompts=2 (was null), eval.samples=2 (was 3), save_final=false (was true), "
+        "grpo_ext: quick: training.max_steps=2 (was 4), health.preflight=warn (was fail), eval.max_prompts=2 (was null), "
+        "eval.samples=2 (was 3), save_final=false (was true), "
         f"output_dir={tmp_path / 'run'}-quick (was {tmp_path / 'run'}); an explicit key=value wins; drop --quick for the "
         "full run"
     )
@@ -43,7 +43,7 @@ def test_quick_runs_every_phase_small(tiny_model, digit_doc, tmp_path, no_hub):
     assert not (tmp_path / "run").exists() and not (run / "final").exists()
     summary = json.loads((run / "summary.json").read_text())
     assert summary["status"] == "completed" and summary["steps"] == 2
-    assert summary["health"]["preflight"]["total"]["samples"] == 4  # one group of num_generations
+    assert summary["health"]["preflight"]["total"]["samples"] == 32  # 8 prompts x 4: no tools, the pre-flight as it was
     assert (summary["eval_before"]["prompts"], summary["eval_after"]["samples"]) == (2, 4)  # 2 prompts x 2 samples
     assert summary["final"]["saved"] is False and summary["final"]["why"] == train.NOT_SAVED
     assert "final/ not saved: save_final was false" in proc.stderr
@@ -117,7 +117,7 @@ def test_a_tool_recipe_plays_no_more_prompts_than_its_steps_train(tmp_path, tool
     assert cli.main(["train", str(path)]) == 0
     err = capsys.readouterr().err
     rule = "unset: a recipe with tools plays no more prompts than it trains on in 1 step"
-    assert f"pre-flight: playing 1 prompts x 2 conversations with the tool loop (health.preflight_prompts {rule})" in err
+    assert f"pre-flight: playing 1 prompt x 2 conversations with the tool loop (health.preflight_prompts {rule})" in err
     assert f"eval: the first 1 of 2 eval prompts (eval.max_prompts {rule})" in err
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["eval_before"]["prompts"] == summary["eval_after"]["prompts"] == 1

@@ -33,7 +33,6 @@ def shaped(doc: dict, **sections) -> dict:
 
 ALL = [
     ("training.max_steps", 2, 20),
-    ("health.preflight_prompts", 1, None),
     ("eval.max_prompts", 2, None),
     ("eval.samples", 2, 8),
     ("save_final", False, True),
@@ -75,11 +74,11 @@ ALL = [
             [],
         ),
         # a pre-flight that would stop the run warns instead (one group's verdicts are noisy)
-        ({"health": {"preflight": "fail"}}, [], [*ALL[:2], ("health.preflight", "warn", "fail"), *ALL[2:]], []),
+        ({"health": {"preflight": "fail"}}, [], [ALL[0], ("health.preflight", "warn", "fail"), *ALL[1:]], []),
         # pass@k past the two samples would be refused: back to pass@1 and pass@2
-        ({"eval": {"pass_at": [1, 8]}}, [], [*ALL[:4], ("eval.pass_at", None, [1, 8]), *ALL[4:]], []),
+        ({"eval": {"pass_at": [1, 8]}}, [], [*ALL[:3], ("eval.pass_at", None, [1, 8]), *ALL[3:]], []),
         # a trailing slash is not doubled
-        ({"output_dir": "runs/x/"}, [], [*ALL[:5], ("output_dir", "runs/x-quick", "runs/x/")], []),
+        ({"output_dir": "runs/x/"}, [], [*ALL[:4], ("output_dir", "runs/x-quick", "runs/x/")], []),
     ],
 )
 def test_quick_changes(sections, overrides, changed, kept):
@@ -91,10 +90,10 @@ def test_quick_changes(sections, overrides, changed, kept):
 def test_explicit_overrides_win_in_the_recipe_run(tmp_path):
     recipe = quick.with_quick(arith_tools(), ARITH_TOOLS, ["training.max_steps=3", "save_final=true"])
     assert recipe["training"]["max_steps"] == 3 and recipe["save_final"] is True
-    assert recipe["eval"]["samples"] == 2 and recipe["health"]["preflight_prompts"] == 1
+    assert recipe["eval"]["samples"] == 2 and recipe["health"]["preflight_prompts"] is None  # scaled to the 3 steps
     assert recipe["output_dir"] == "runs/arith-tools-quick"
     assert "max_steps" not in recipe.origins  # the user's, not --quick's
-    assert recipe.notes[0].startswith("quick: health.preflight_prompts=1 (was null)")
+    assert recipe.notes[0].startswith("quick: eval.max_prompts=2 (was null)")
     assert "yours kept: training.max_steps, save_final" in recipe.notes[0]
 
 
@@ -103,12 +102,14 @@ def test_quick_dry_run_says_what_it_changed_first(capsys):
     out = capsys.readouterr().out
     first = out.splitlines()[0]
     assert first == (
-        "quick: training.max_steps=2 (was 20), health.preflight_prompts=1 (was null), eval.max_prompts=2 (was null), "
+        "quick: training.max_steps=2 (was 20), eval.max_prompts=2 (was null), "
         "save_final=false (was true), output_dir=runs/arith-tools-quick (was runs/arith-tools); yours kept: "
         "eval.samples; an explicit key=value wins; drop --quick for the full run"
     )
     assert re.search(r"^  max_steps +2 +--quick$", out, re.MULTILINE)
-    assert "pre-flight: 1 training prompt x 8 completions (health.preflight_prompts)" in out
+    # the pre-flight a 2-step run has: one group's verdicts would be noise
+    rule = "unset: a recipe with tools plays no more prompts than it trains on in 2 steps"
+    assert f"pre-flight: 4 training prompts x 8 completions (health.preflight_prompts {rule})" in out
     assert "eval: at most 2 eval prompts x 4 samples (eval.max_prompts)" in out
     assert "final/: not saved (save_final: false)" in out
     assert "output_dir: runs/arith-tools-quick" in out

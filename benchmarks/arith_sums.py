@@ -21,8 +21,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from grpo_ext.data import generators  # noqa: E402
 from grpo_ext.recipe import load  # noqa: E402
-from grpo_ext.settings import generators  # noqa: E402
 
 MAX_NEW_TOKENS = 96  # room for the chatty replies of an instruct model before its number
 

@@ -20,9 +20,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from grpo_ext.core.text import plural  # noqa: E402
+from grpo_ext.data import examples  # noqa: E402
 from grpo_ext.recipe import load  # noqa: E402
 from grpo_ext.run import chat_tools, data, models  # noqa: E402
-from grpo_ext.settings import examples  # noqa: E402
 from grpo_ext.tools.checks import tool_methods  # noqa: E402
 
 CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.S)

@@ -34,8 +34,9 @@ from grpo_ext.core.errors import RunError
 from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import shown
 from grpo_ext.core.values import kind_of
+from grpo_ext.data import examples
 from grpo_ext.recipe.read import absolute_path
-from grpo_ext.settings import compat, examples
+from grpo_ext.settings import compat
 from grpo_ext.tools import check_environment, check_names, check_reset, check_tool, environments, library
 from grpo_ext.tools.checks import tool_methods
 

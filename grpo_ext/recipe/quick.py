@@ -20,10 +20,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grpo_ext.core.text import plural
+from grpo_ext.data import generators
 from grpo_ext.recipe.read import apply_overrides, locate, parse_override, read_yaml
 from grpo_ext.recipe.schema import SCHEMA, TOP_LEVEL
 from grpo_ext.recipe.validate import Recipe, validate
-from grpo_ext.settings import compat, generators
+from grpo_ext.settings import compat
 
 # the pre-flight's prompts where a recipe sets none: the 8 groups its flat-share threshold was set on
 PREFLIGHT_PROMPTS = 8

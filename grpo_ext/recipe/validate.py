@@ -13,23 +13,12 @@ from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import clip, plural, shown, suggest
 from grpo_ext.core.values import coerce, kind_of, wrong_kind
+from grpo_ext.data import datafiles, examples, generators, mixture
 from grpo_ext.recipe import agents
 from grpo_ext.recipe.read import absolute_path
 from grpo_ext.recipe.schema import MIXTURE_SOURCE, SCHEMA, TOP_LEVEL, Spec
 from grpo_ext.rewards.guard import missing_columns
-from grpo_ext.settings import (
-    adapters,
-    batch_rules,
-    compat,
-    datafiles,
-    examples,
-    generators,
-    mixture,
-    model_names,
-    output_dir,
-    trackers,
-    variants,
-)
+from grpo_ext.settings import adapters, batch_rules, compat, model_names, output_dir, trackers, variants
 
 
 @dataclass
@@ -381,7 +370,7 @@ def _check_data(
 
 def _check_mixture(d: dict, given: dict, eval_enabled: bool, base_dir: Path, problems: list[str]) -> dict[str, tuple]:
     """data.mixture: nothing of one source beside it; each source checked as a data: section of its own, its
-    problems named data.mixture[i]; the mixture's own keys (settings.mixture.check). Returns each source's columns
+    problems named data.mixture[i]; the mixture's own keys (data.mixture.check). Returns each source's columns
     as _check_data does for one source, with the ``source`` column the mixture adds; ``d["mixture"]`` is left
     holding the sources with their defaults filled in."""
     found = [

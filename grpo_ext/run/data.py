@@ -9,7 +9,7 @@ put first unless a row's messages already start with a system message, and its w
 tool calls among them) after it.
 
 A mixture (``data.mixture``) loads each source as a recipe of that source alone would, draws its training rows as
-``settings.mixture`` plans them and shuffles them together; each row names its source in a ``source`` column
+``data.mixture`` plans them and shuffles them together; each row names its source in a ``source`` column
 and is formatted with its own source's system prompt, so that every source's prompts end in the same form. Its
 eval rows are the whole mixture's held-out set (``eval_prompts`` or ``eval_file`` beside the mixture, formatted
 with the mixture's system prompt) and each source's own.
@@ -24,9 +24,9 @@ from pathlib import Path
 from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import first_line, listing, plural
+from grpo_ext.data import datafiles, examples, generators, mixture
 from grpo_ext.recipe import held_out_size
 from grpo_ext.rewards.guard import missing_columns
-from grpo_ext.settings import datafiles, examples, generators, mixture
 from grpo_ext.tools import check_reset
 
 
@@ -41,7 +41,7 @@ def use_chat(data_cfg: dict, tokenizer) -> bool:
 def format_prompt(prompt, system_prompt: str | None, chat: bool, examples: list[dict] | None = None):
     """One prompt in the form TRL expects: a message list for chat, the text otherwise. Chat messages are kept
     as they are; the system prompt goes first unless they start with a system message of their own, and the worked
-    ``examples`` (``settings.examples.messages``) after it, before the prompt's own turns."""
+    ``examples`` (``data.examples.messages``) after it, before the prompt's own turns."""
     if isinstance(prompt, list):
         if not chat:
             raise RecipeError(
@@ -216,7 +216,7 @@ def is_mixture(d: dict) -> bool:
 
 def _mixture(d: dict, base_dir: Path, seed: int, reward_funcs: list, eval_enabled: bool) -> Rows:
     """A mixture's rows: each source's training and eval rows as a recipe of that source alone would have them,
-    the training rows drawn by ``settings.mixture`` and shuffled together, every row naming its source. The
+    the training rows drawn by ``data.mixture`` and shuffled together, every row naming its source. The
     training rows stay a list until they are formatted: sources may hold text and chat prompts side by side."""
     entries = d["mixture"]
     names = [mixture.label(entry) for entry in entries]
@@ -351,7 +351,7 @@ def formatted(rows: list[dict], data_cfg: dict, chat: bool) -> list[dict]:
 
 def _one_table(rows: list[dict]):
     """A mixture's formatted training rows as one Dataset: every column any source has (None where a source lacks
-    it); ``settings.mixture.one_kind`` gave each column one kind when the rows loaded."""
+    it); ``data.mixture.one_kind`` gave each column one kind when the rows loaded."""
     from datasets import Dataset
 
     columns = list(dict.fromkeys(key for r in rows for key in r))

@@ -33,10 +33,11 @@ from pathlib import Path
 from grpo_ext.core import catalog
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.text import suggest
+from grpo_ext.data import examples
 from grpo_ext.recipe import agents
 from grpo_ext.run import chat_tools, data, gpu_share, hardware
 from grpo_ext.run.gpu_share import Launch
-from grpo_ext.settings import adapters, batch_rules, compat, examples, model_names, shapes
+from grpo_ext.settings import adapters, batch_rules, compat, model_names, shapes
 
 MIB = 1024**2
 GIB = 1024**3

@@ -5,7 +5,7 @@ refused past its bound in one line naming the key and the bound, at validation: 
 otherwise passes ``validate``, ``plan`` and ``--dry-run``, then runs for days or never ends. Each bound lies far past
 what any published GRPO run uses, so that no real recipe meets one. The recipe's own keys carry theirs in the schema
 (``recipe/schema.py``: ``maximum=``, shown in the key reference and the JSON Schema); the ``training:`` keys, which
-are TRL's, in ``TRAINING`` below; the generators' sizes in ``settings/generators.py``.
+are TRL's, in ``TRAINING`` below; the generators' sizes in ``data/generators.py``.
 """
 
 from grpo_ext.core.text import shown

@@ -35,10 +35,10 @@ from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import exists, refuse_to_replace, resolve_path, write_atomic
 from grpo_ext.core.text import plural, suggest
+from grpo_ext.data import datafiles
 from grpo_ext.recipe import Recipe, load
 from grpo_ext.results import plots, scoring
 from grpo_ext.run import chat_tools, data, hardware, models, rollouts
-from grpo_ext.settings import datafiles
 from grpo_ext.settings.limits import MAX_BATCH
 from grpo_ext.verbs import evaluate, train
 

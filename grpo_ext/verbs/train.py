@@ -25,6 +25,7 @@ from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import os_problem, write_atomic
 from grpo_ext.core.text import plural
 from grpo_ext.core.yaml_io import load_yaml
+from grpo_ext.data import datafiles, examples, generators, mixture
 from grpo_ext.recipe import Recipe, agents, changed_keys, load, quick
 from grpo_ext.results import preflight, report, scoring, watchdog
 from grpo_ext.rewards import guard
@@ -42,7 +43,7 @@ from grpo_ext.run import (
     skipping,
     trainer,
 )
-from grpo_ext.settings import adapters, advice, compat, datafiles, examples, generators, mixture, model_names, variants
+from grpo_ext.settings import adapters, advice, compat, model_names, variants
 
 
 def train(

@@ -16,7 +16,8 @@ PACKAGE = ROOT / "grpo_ext"
 LAYERS: dict[str, int] = {
     "core": 1,  # errors, words for messages, value kinds, bounded YAML, files, console, catalog, sandbox: stdlib and yaml
     "testing": 1,  # the tiny local model
-    "settings": 2,  # what a recipe's values mean: version tables, batch rules, variants, adapters, model names, ...
+    "settings": 2,  # what a recipe's values mean: version tables, batch rules, variants, adapters, model names, limits, ...
+    "data": 3,  # where prompts come from: data files, generators, mixtures, worked examples (imports settings.limits)
     "rewards": 3,  # the reward registry, the built-in rewards and the guard around every reward
     "tools": 3,  # the tool library and the checks that a tool or an environment is one TRL can use
     "recipe": 4,  # schema, read, overrides, validate, load

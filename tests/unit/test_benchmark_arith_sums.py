@@ -4,7 +4,7 @@ tests/integration/test_benchmark_arith_sums_tiny.py)."""
 import importlib.util
 import re
 
-from grpo_ext.settings import generators
+from grpo_ext.data import generators
 from tests.helpers import ROOT
 
 spec = importlib.util.spec_from_file_location("bench_arith_sums", ROOT / "benchmarks" / "arith_sums.py")

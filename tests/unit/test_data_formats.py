@@ -12,8 +12,8 @@ import yaml
 
 from grpo_ext import cli, recipe
 from grpo_ext.core.errors import RecipeError
+from grpo_ext.data import datafiles
 from grpo_ext.run import data, trainer
-from grpo_ext.settings import datafiles
 from tests.helpers import QUESTIONS, jsonl, minimal_recipe, user
 
 

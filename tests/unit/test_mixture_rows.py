@@ -1,4 +1,4 @@
-"""A mixture's training rows (grpo_ext/settings/mixture.py): how many each source gives, which rows those are (the
+"""A mixture's training rows (grpo_ext/data/mixture.py): how many each source gives, which rows those are (the
 same for the same seed), a source too small for its share, and the mixture's own keys checked with their key paths
 (training on a mixture, and refusals as a user's command: tests/integration/test_mixture.py)."""
 
@@ -11,7 +11,7 @@ import yaml
 
 from grpo_ext import cli, recipe
 from grpo_ext.core.errors import RecipeError
-from grpo_ext.settings import mixture
+from grpo_ext.data import mixture
 from tests.helpers import minimal_recipe
 
 

@@ -7,9 +7,9 @@ import pytest
 from grpo_ext import cli, recipe
 from grpo_ext.core import catalog
 from grpo_ext.core.errors import RecipeError
+from grpo_ext.data import generators
 from grpo_ext.rewards.maths import math_accuracy
 from grpo_ext.run import data
-from grpo_ext.settings import generators
 
 ROOT = catalog.PACKAGE_DIR.parent
 

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
+from grpo_ext.data import examples, generators
 from grpo_ext.results import preflight, report, watchdog
 from grpo_ext.rewards import tool_use
 from grpo_ext.run import data, rollouts
-from grpo_ext.settings import examples, generators
 from grpo_ext.tools import check_environment, environments
 
 CALL = {"name": "calculator", "arguments": {"expression": "9 + 4"}}

@@ -16,7 +16,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from grpo_ext.core import sandbox  # noqa: E402
+from grpo_ext import sandbox  # noqa: E402
 from grpo_ext.rewards import code  # noqa: E402
 
 TESTS = "assert add(1, 2) == 3\nassert add(2, 2) == 4\nassert add(-1, 1) == 0"
@@ -38,7 +38,7 @@ def main() -> None:
     parser.add_argument("--completions", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=4)
     args = parser.parse_args()
-    print(f"sandbox isolation on this machine: {', '.join(sandbox.isolation()) or 'limits only'}")
+    print(f"sandbox isolation on this machine: {', '.join(sandbox.provider().isolation()) or 'limits only'}")
     rates: dict[int, list[float]] = {1: [], 2: []}
     for r in range(args.rounds):
         for workers in (1, 2) if r % 2 == 0 else (2, 1):
@@ -46,8 +46,8 @@ def main() -> None:
     for workers, got in rates.items():
         print(f"workers={workers}: best {max(got):.1f}, median {statistics.median(got):.1f} cases/s over {len(got)} rounds")
     print(f"ratio of medians, workers=2 / workers=1: {statistics.median(rates[2]) / statistics.median(rates[1]):.2f}")
-    empty = [sandbox.run("", "", None).seconds for _ in range(8)]
-    one = [sandbox.run(RIGHT, TESTS.splitlines()[0], None).seconds for _ in range(8)]
+    empty = [sandbox.provider().run("", "", None).seconds for _ in range(8)]
+    one = [sandbox.provider().run(RIGHT, TESTS.splitlines()[0], None).seconds for _ in range(8)]
     print(f"one case {statistics.median(one) * 1000:.0f} ms, of which an empty program {statistics.median(empty) * 1000:.0f} ms")
 
 

@@ -1,4 +1,3 @@
 """Layer 1, core: errors, words for messages, value kinds, bounded YAML, whole-file writes, what a recipe names by a
-string (registry name, module:function, file.py:function, entry point), the console, the catalog of what ships, and
-the sandbox that runs a program a model wrote (for the code reward and the python tool).
+string (registry name, module:function, file.py:function, entry point), the console and the catalog of what ships.
 Standard library and PyYAML only; imports nothing else of the package."""

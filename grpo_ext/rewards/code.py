@@ -1,8 +1,9 @@
 """Code run against tests: the ``code_tests`` reward.
 
 A completion's program (``program_of``: its code blocks that define something, else its last block, else its whole
-text) runs against the row's test cases, one sandboxed process per case (``sandbox.py`` says what is limited and
-isolated on this machine), a bounded pool of them at a time. Test cases come from a data column, in one of two forms:
+text) runs against the row's test cases, one sandboxed process per case (in the default provider of ``grpo_ext.sandbox``;
+``sandbox/local.py`` says what is limited and isolated on this machine), a bounded pool of them at a time. Test cases
+come from a data column, in one of two forms:
 
 - Python: a string of statements (each top-level ``assert`` is one case; the other statements, imports and
   helpers, run before every case), or a list of strings, each one case;
@@ -16,7 +17,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
-from grpo_ext.core import sandbox
+from grpo_ext import sandbox
 from grpo_ext.rewards.registry import UNIT, column, completion_text, register
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
@@ -103,16 +104,19 @@ class CodeTests:
     __name__ = "code_tests"
     score_range = UNIT  # the share of a row's tests passed
 
-    def __init__(self, tests_column: str, all_or_nothing: bool, workers: int, limits: sandbox.Limits):
+    def __init__(
+        self, tests_column: str, all_or_nothing: bool, workers: int, limits: sandbox.Limits, provider: str = sandbox.DEFAULT
+    ):
         self.tests_column = tests_column
         self.columns = (tests_column,)
         self.all_or_nothing = all_or_nothing
         self.workers = workers
         self.limits = limits
+        self.provider = provider  # a name in sandbox.PROVIDERS: a name pickles where a remote provider's client may not
 
     def passes(self, program: str, case: Case) -> bool | None:
         """Whether the program passes the case; None when the sandbox could not run it (nothing to judge)."""
-        result = sandbox.run(program, case.tests, case.stdin, self.limits)
+        result = sandbox.provider(self.provider).run(program, case.tests, case.stdin, self.limits)
         if result.status == "error":
             return None
         if case.expected is None:
@@ -163,7 +167,7 @@ def code_tests(
     tmpfs), at most ``processes`` processes where the kernel applies it; ``workers`` cases at a time. A row whose
     case the sandbox could not run scores None. A program that exits before its tests ran has not passed them; the
     tests run in a process of their own, so nothing the program does can pass them but the right values.
-    Defence in depth for code a model writes, not a boundary against an attacker (``grpo_ext/core/sandbox.py``).
+    Defence in depth for code a model writes, not a boundary against an attacker (``grpo_ext/sandbox/local.py``).
 
     >>> reward = code_tests()
     >>> reward(["```python\\ndef add(a, b):\\n    return a + b\\n```", "def add(a, b): return a - b"],

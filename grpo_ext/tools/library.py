@@ -18,7 +18,8 @@ import operator
 from collections.abc import Callable
 from pathlib import Path
 
-from grpo_ext.core import references, sandbox
+from grpo_ext import sandbox
+from grpo_ext.core import references
 from grpo_ext.core.text import closest, shown
 
 # A calculation a model means to make fits in a few lines; longer input is refused before it is parsed.
@@ -85,8 +86,8 @@ _EXITED_WELL = ("exited early (status 0)", "exited early (status None)")
 
 
 # The docstring is what the model reads (transformers turns it into the tool's schema); what it does not need to
-# know stays here: each call is one run of grpo_ext.core.sandbox (an empty folder, the limits above, no network
-# where the kernel allows namespaces), the sandbox the code_tests reward runs programs in.
+# know stays here: each call is one run of the default sandbox provider (grpo_ext.sandbox: an empty folder, the limits
+# above, no network where the kernel allows namespaces), the sandbox the code_tests reward runs programs in.
 def python(code: str) -> str:
     """Run a short Python program and return what it printed.
 
@@ -101,7 +102,7 @@ def python(code: str) -> str:
     Returns:
         What the program printed, or a line starting with "error:" with the error it stopped on.
     """
-    result = sandbox.run(str(code), "", None, PYTHON_LIMITS)
+    result = sandbox.provider().run(str(code), "", None, PYTHON_LIMITS)
     out = result.stdout.strip()
     if result.status == "passed" or result.stderr.strip() in _EXITED_WELL:
         return _cut_output(out) if out else "(the program printed nothing; print the values you want to see)"

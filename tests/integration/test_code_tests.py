@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 from grpo_ext import cli
-from grpo_ext.core import sandbox
 from grpo_ext.rewards import code
+from grpo_ext.sandbox import Limits, local
 from tests.helpers import best_beside
 
 FULL = ("net", "pid", "mount", "user")
-ISOLATED = sandbox.isolation() == FULL
+ISOLATED = local.isolation() == FULL
 
 
 def kernel_allows_namespaces() -> bool:
@@ -77,12 +77,12 @@ ESCAPES = [
 
 @pytest.mark.parametrize("program", ESCAPES)
 def test_nothing_is_written_outside_and_nothing_left_running(program):
-    result = sandbox.run(program, "", None, sandbox.Limits(wall_seconds=3))
+    result = local.run(program, "", None, Limits(wall_seconds=3))
     time.sleep(0.2)
     left = subprocess.run(["pgrep", "-f", "sleep 317.25"], capture_output=True, text=True).stdout.split()
     assert not left, "a process the program started outlived it"
     if ISOLATED or kernel_allows_namespaces():
-        assert ISOLATED, f"the kernel allows namespaces and the sandbox has only {sandbox.isolation()}"
+        assert ISOLATED, f"the kernel allows namespaces and the sandbox has only {local.isolation()}"
         for n in (1, 2, 3):
             assert not (OUTSIDE / f"grpo_ext_escape_{n}").exists() and not Path(f"/tmp/grpo_ext_escape_{n}").exists()
     assert result.status in ("passed", "failed")
@@ -98,7 +98,7 @@ def test_nothing_is_written_outside_and_nothing_left_running(program):
     ],
 )
 def test_isolated_runs_reach_no_network_and_no_home(program, error):
-    result = sandbox.run(program, "", None, sandbox.Limits(wall_seconds=5))
+    result = local.run(program, "", None, Limits(wall_seconds=5))
     if error is None:
         assert result.status == "passed", result.stderr  # loopback inside its own namespace works
     else:
@@ -120,9 +120,9 @@ def test_the_command_line_scores_one_completion(capsys):
 
 
 def test_no_sandbox_folder_is_left():
-    before = set(sandbox.base_folder().glob("grpo_ext_sandbox_*"))
-    sandbox.run("open('x', 'w').write('y')", "", None, sandbox.Limits(wall_seconds=3))
-    assert set(sandbox.base_folder().glob("grpo_ext_sandbox_*")) <= before
+    before = set(local.base_folder().glob("grpo_ext_sandbox_*"))
+    local.run("open('x', 'w').write('y')", "", None, Limits(wall_seconds=3))
+    assert set(local.base_folder().glob("grpo_ext_sandbox_*")) <= before
 
 
 def test_docstring_examples():

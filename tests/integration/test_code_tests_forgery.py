@@ -6,7 +6,7 @@ from textwrap import dedent
 
 import pytest
 
-from grpo_ext.core import sandbox
+from grpo_ext import sandbox
 
 LIMITS = sandbox.Limits(wall_seconds=10, cpu_seconds=5, memory_mb=512)
 ADD_TESTS = "assert add(1, 2) == 3\nassert add(2, 2) == 4"
@@ -148,9 +148,9 @@ FORGERIES = [
 
 @pytest.mark.parametrize("what,program,tests", FORGERIES, ids=[f[0] for f in FORGERIES])
 def test_no_forgery_passes(what, program, tests):
-    if "kill" in program and "user" not in sandbox.isolation():
+    if "kill" in program and "user" not in sandbox.provider().isolation():
         pytest.skip("without a user id of its own, the program would kill every process of the user running the tests")
-    result = sandbox.run(program, tests, None, LIMITS)
+    result = sandbox.provider().run(program, tests, None, LIMITS)
     assert result.status != "passed", f"{what}: {result}"
 
 
@@ -238,12 +238,12 @@ HONEST = [
 
 @pytest.mark.parametrize("what,program,tests", HONEST, ids=[h[0] for h in HONEST])
 def test_honest_programs_pass(what, program, tests):
-    result = sandbox.run(program, tests, None, LIMITS)
+    result = sandbox.provider().run(program, tests, None, LIMITS)
     assert result.status == "passed", f"{what}: {result}"
 
 
 def test_a_failed_test_names_its_line():
-    result = sandbox.run(WRONG_ADD, ADD_TESTS, None, LIMITS)
+    result = sandbox.provider().run(WRONG_ADD, ADD_TESTS, None, LIMITS)
     assert result.status == "failed"
     assert "tests.py line 1: assert add(1, 2) == 3: AssertionError" in result.stderr
 
@@ -262,7 +262,7 @@ def test_the_command_line_cannot_be_forged(capsys):
 def test_a_run_past_its_wall_limit_ends_at_the_limit(tests):
     """At its wall limit the harness kills and reaps what is left and ends: the time past the limit is about one
     quick run's (the start and the teardown), measured beside it."""
-    quick = min(sandbox.run("def f():\n    return 1", tests, None, LIMITS).seconds for _ in range(3))
+    quick = min(sandbox.provider().run("def f():\n    return 1", tests, None, LIMITS).seconds for _ in range(3))
     limits = sandbox.Limits(wall_seconds=2, cpu_seconds=5, memory_mb=512)
-    took = sandbox.run("import time\ntime.sleep(60)\ndef f():\n    return 1", tests, None, limits).seconds
+    took = sandbox.provider().run("import time\ntime.sleep(60)\ndef f():\n    return 1", tests, None, limits).seconds
     assert took < limits.wall_seconds + 3 * quick + 0.5, f"{took:.2f} s at a limit of 2 s; a quick run took {quick:.2f} s"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from grpo_ext.core import sandbox
+from grpo_ext.sandbox import local
 from grpo_ext.tools.library import OUTPUT_CHARS, PYTHON_LIMITS, find, python
 
 # (the program the model sends, what it reads back)
@@ -35,10 +35,10 @@ def test_long_output_is_cut():
 
 
 def test_nothing_carries_over_and_nothing_is_left(tmp_path):
-    before = set(sandbox.base_folder().glob("grpo_ext_sandbox_*"))
+    before = set(local.base_folder().glob("grpo_ext_sandbox_*"))
     assert python("open('kept.txt', 'w').write('a')\nx = 5\nprint('written')") == "written"
     assert python("import os\nprint(os.path.exists('kept.txt'))\nprint('x' in globals())") == "False\nFalse"
-    assert set(sandbox.base_folder().glob("grpo_ext_sandbox_*")) <= before
+    assert set(local.base_folder().glob("grpo_ext_sandbox_*")) <= before
 
 
 def test_a_call_that_never_ends_is_stopped_at_its_wall_limit():

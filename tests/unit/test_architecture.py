@@ -14,7 +14,8 @@ from tests.helpers import ROOT
 PACKAGE = ROOT / "grpo_ext"
 
 LAYERS: dict[str, int] = {
-    "core": 1,  # errors, words for messages, value kinds, bounded YAML, files, console, catalog, sandbox: stdlib and yaml
+    "core": 1,  # errors, words for messages, value kinds, bounded YAML, files, console, catalog: stdlib and yaml
+    "sandbox": 1,  # where a program a model wrote runs: the provider interface and the local provider; stdlib only
     "testing": 1,  # the tiny local model
     "settings": 2,  # what a recipe's values mean: version tables, batch rules, variants, adapters, model names, limits, ...
     "data": 3,  # where prompts come from: data files, generators, mixtures, worked examples (imports settings.limits)

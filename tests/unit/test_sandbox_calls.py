@@ -1,4 +1,4 @@
-"""Values across the sandbox's boundary (``core/sandbox_calls``): what the program's process sends is rebuilt in the
+"""Values across the sandbox's boundary (``sandbox/calls.py``): what the program's process sends is rebuilt in the
 judge as the standard types, whatever subclass it was, and anything malformed is a ProtocolError, never a value."""
 
 import json
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grpo_ext.core import sandbox_calls as calls
+from grpo_ext.sandbox import calls
 
 
 def no_handles(value):

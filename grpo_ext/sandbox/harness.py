@@ -1,10 +1,10 @@
-"""The process ``sandbox.run`` starts: ``python -I -S sandbox_harness.py SETTINGS_JSON``, with the tests on stdin.
+"""The process ``local.run`` starts: ``python -I -S harness.py SETTINGS_JSON``, with the tests on stdin.
 
 The harness sets the sandbox up (namespaces and mounts, where asked) and forks:
 
 - **the program's process**, which lets go of stdin first (the tests never reach it), becomes the run's own user,
   takes the kernel's limits, moves into its folder and runs ``program.py``; with tests, it then answers the judge's
-  calls into what the program defined (``sandbox_calls``);
+  calls into what the program defined (``calls``);
 - **the judge**, only with tests: it reads them from stdin, becomes a second user of its own (without namespaces it
   is made unreadable to the program instead: not dumpable, so no ``/proc`` file or ``ptrace`` reaches its memory),
   and runs them against the program's names. It exits 0 only when they ran to their end.
@@ -14,7 +14,7 @@ the program can write: 0 passed, 1 failed, 124 past the wall limit, 125 the mach
 or limit (nothing ran), 128+N the program was killed by signal N (a CPU, file-size or memory limit). Without tests
 it passes when the program ran to its end. The settings carry no secret: there is none to keep.
 
-Standard library only, and nothing of grpo_ext but ``sandbox_calls`` beside it.
+Standard library only, and nothing of grpo_ext but ``calls.py`` beside it, imported by its file name.
 """
 
 import builtins
@@ -29,7 +29,7 @@ import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves the script's folder off the path
-import sandbox_calls as calls  # noqa: E402
+import calls  # noqa: E402
 
 PASSED, FAILED, TIMEOUT, SETUP_FAILED = 0, 1, 124, 125
 WORK = "work"  # the program's own folder inside the run's folder: where it may write (a bounded tmpfs in namespaces)

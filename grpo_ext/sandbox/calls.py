@@ -1,6 +1,6 @@
 """Calls across the sandbox's boundary: the program's process answers, the judge's process holds the tests.
 
-A program's tests never enter the program's process. The judge (``sandbox_harness.py`` starts it as a process of
+A program's tests never enter the program's process. The judge (``harness.py`` starts it as a process of
 its own, under another user id where the kernel allows) runs the tests; each name the program defined is a
 ``Remote`` there, and using one (a call, an attribute, an operator) is a message to the program's process, which
 does it and answers with the value. Values cross as data, never as objects: None, bools, numbers, strings, bytes,

@@ -6,8 +6,8 @@ on CPU seconds, address space, the size of any file written, open files and core
 after which the whole process group is killed, children included; output kept to a bounded size.
 
 Tests never run in the program's process: a judge process of their own calls into what the program defined and
-compares what comes back (``sandbox_calls``), and the verdict is the harness's exit status, which nothing in the
-program can write (``sandbox_harness``). No secret is handed to the program, so there is none to steal; a value
+compares what comes back (``calls.py``), and the verdict is the harness's exit status, which nothing in the
+program can write (``harness.py``). No secret is handed to the program, so there is none to steal; a value
 that claims to equal everything is not a value the tests accept.
 
 What holds where the kernel allows it (Linux, as root; ``isolation()`` says what applied): a network
@@ -27,7 +27,9 @@ it can read and write what that user can (the data set with the tests included),
 
 This is defence in depth for code from a model being trained, not a security boundary against a determined
 attacker: the kernel is shared. For untrusted code from people, use a remote sandbox (E2B, Piston, Sandbox
-Fusion) or a virtual machine.
+Fusion) or a virtual machine: a provider of its own beside this one (``grpo_ext/sandbox/__init__.py``).
+
+The local provider: this module is one, with ``run`` and ``isolation`` (``contract.Provider``).
 """
 
 import json
@@ -40,43 +42,19 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-HARNESS = Path(__file__).with_name("sandbox_harness.py")
-# The harness's exit statuses (sandbox_harness.py): the verdict, which nothing in the program can write.
+from grpo_ext.sandbox.contract import DEFAULT_LIMITS, Limits, Result
+
+HARNESS = Path(__file__).with_name("harness.py")  # run as a script; it imports calls.py beside it by that name
+# The harness's exit statuses (harness.py): the verdict, which nothing in the program can write.
 PASSED, TIMEOUT, SETUP_FAILED = 0, 124, 125
 WORK = "work"  # the program's folder inside the run's folder
 HARNESS_GRACE = 2.0  # seconds past the wall limit before the harness itself is killed (it kills the program at the limit)
 FIRST_UID = 1 << 28  # far above the ids of accounts (login.defs stops at 60000, systemd's dynamic users at 65519)
 JUDGE_UIDS = 1 << 26  # the judge's user id is the program's plus this: another id no account has
 OUTPUT_LIMIT = 1 << 20  # bytes of stdout and stderr read back; more is cut
-
-
-@dataclass(frozen=True)
-class Limits:
-    """What one run may use. ``wall_seconds`` ends it whatever it does; the rest are the kernel's limits."""
-
-    wall_seconds: float = 10.0
-    cpu_seconds: int = 10
-    memory_mb: int = 1024
-    file_mb: int = 10
-    processes: int = 64
-    open_files: int = 64
-    disk_mb: int = 64  # all the program's files together, where the kernel allows a tmpfs (in namespaces)
-
-
-@dataclass(frozen=True)
-class Result:
-    """How a run ended: ``passed`` (it reached the end of its script), ``failed`` (it exited early or with an
-    error), ``timeout`` (killed at the wall limit), ``killed`` (stopped by a kernel limit) or ``error`` (the machine
-    refused the sandbox a namespace or limit, so the program never ran)."""
-
-    status: str
-    stdout: str
-    stderr: str
-    seconds: float
 
 
 @cache
@@ -127,9 +105,9 @@ def _read(path: Path) -> str:
         return ""
 
 
-def run(program: str, tests: str = "", stdin: str | None = None, limits: Limits = Limits()) -> Result:
+def run(program: str, tests: str = "", stdin: str | None = None, limits: Limits = DEFAULT_LIMITS) -> Result:
     """Run ``program`` (Python source) in a fresh sandbox, ``stdin`` as its input; then, if given, ``tests``
-    against what it defined, in a judge process of their own (``sandbox_calls``). ``passed`` only when the
+    against what it defined, in a judge process of their own (``calls.py``). ``passed`` only when the
     program ran to its end and so did every test: a program that exits early, even with status 0, has not
     passed, and nothing it does can write the verdict."""
     return _run(program, tests, stdin, limits, isolation())

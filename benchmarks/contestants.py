@@ -70,10 +70,10 @@ def race_callback(eval_prompts: list, chat: bool, check_every: int, launched: fl
 
     from grpo_ext.results import scoring
     from grpo_ext.rewards.digit import digit_exact
-    from grpo_ext.run import data
+    from grpo_ext.run import data, sampling
 
     rows = [{"prompt": data.format_prompt(p, None, chat)} for p in eval_prompts]
-    settings = scoring.Settings(samples=8, max_new_tokens=8, temperature=1.0, batch_size=64, pass_threshold=1.0, seed=0)
+    settings = sampling.Settings(samples=8, max_new_tokens=8, temperature=1.0, batch_size=64, pass_threshold=1.0, seed=0)
 
     class Race(TrainerCallback):
         def on_step_begin(self, args, state, control, **kw):

@@ -9,7 +9,7 @@ reward gives no group a spread (a warning: step 1 would learn nothing), or too f
 no spread while others carry the signal (a note); a reward that returns None or NaN for every sample; rewards
 on very different scales; a budget that no sample of most groups ends within (``cut_verdict``: the share of groups
 whose samples were all cut at ``max_completion_length`` reaches ``health.clipped_share``). ``verdicts`` is pure
-Python; ``sample_and_score`` samples with ``scoring``'s machinery, and ``sample_conversations`` with the trainer's
+Python; ``sample_and_score`` samples with ``run.sampling``, and ``sample_conversations`` with the trainer's
 tool loop for a recipe with tools, where it also says how often the model called a tool, how often a call failed,
 and how many results TRL dropped because the conversation would pass ``max_completion_length``; and before any
 sample, whether a worked call of ``data.examples`` and its result fit that budget (``budget_verdict``).
@@ -34,7 +34,7 @@ from grpo_ext.results.watchdog import (
     dropped_line,
 )
 from grpo_ext.rewards.judge import judge_of
-from grpo_ext.run import rollouts
+from grpo_ext.run import rollouts, sampling
 from grpo_ext.settings import compat
 
 # a strict reward → the built-in partial-credit reward for its task
@@ -237,10 +237,10 @@ def sample_and_score(
     """
     t0 = time.monotonic()
     group = compat.effective(training, "num_generations")
-    s = scoring.as_training(s, training, group)
-    with scoring.random_state_kept():  # step 1 then samples what it would have without the pre-flight
-        with scoring.precision(model, s):
-            completions, ids = scoring.sample(model, tokenizer, [r["prompt"] for r in rows], s)
+    s = sampling.as_training(s, training, group)
+    with sampling.random_state_kept():  # step 1 then samples what it would have without the pre-flight
+        with sampling.precision(model, s):
+            completions, ids = sampling.sample(model, tokenizer, [r["prompt"] for r in rows], s)
         prompts, flat, extra = scoring.reward_inputs(rows, completions, chat=chat, completion_ids=ids)
         per_reward, seconds = {}, {}
         for fn in reward_funcs:
@@ -263,11 +263,11 @@ def sample_conversations(trainer, rows: list[dict], weights: list[float], traini
     Returns (stats, findings, seconds spent)."""
     t0 = time.monotonic()
     group = compat.effective(training, "num_generations")
-    s = scoring.as_training(s, training, group)
+    s = sampling.as_training(s, training, group)
     tokenizer = trainer.processing_class
     worked = {e for row in rows for e in rollouts.worked_exchanges(tokenizer, row["prompt"])}
-    with scoring.random_state_kept():
-        sampled = scoring.play(trainer, rows, s)  # s.samples is the group: as_training set it
+    with sampling.random_state_kept():
+        sampled = sampling.play(trainer, rows, s)  # s.samples is the group: as_training set it
     names = list(sampled.scores)
     judges = frozenset(fn.__name__ for fn in getattr(trainer, "reward_funcs", []) if judge_of(fn))
     stats, findings = verdicts(sampled.scores, [*weights, *[1.0] * (len(names) - len(weights))], group, {}, limits, judges)

@@ -1,131 +1,15 @@
-"""Score a model on held-out prompts: sample N completions per prompt, score them with the rewards.
+"""Score a model on held-out prompts: N completions per prompt, sampled by ``run.sampling``, scored with the rewards.
 
 Completions are handed to the rewards exactly as TRL hands them during training (message lists for
-chat prompts, strings otherwise), so an eval score means the same as a training reward. The sampling
-settings of an eval (temperature, completion length, samples, precision) are worked out in one place,
-:func:`settings`, for the run's own eval, ``grpo-ext eval`` and ``grpo-ext merge``'s check alike.
+chat prompts, strings otherwise), so an eval score means the same as a training reward. The settings of an
+eval (temperature, completion length, samples, precision, pass threshold) are ``run.sampling.settings``'s.
 """
 
-import contextlib
-import dataclasses
 import math
 import statistics
 
-from grpo_ext.recipe import Recipe
 from grpo_ext.results import evalstats
-from grpo_ext.run import rollouts
-from grpo_ext.settings import compat
-
-
-@dataclasses.dataclass(frozen=True)
-class Settings:
-    """How an eval samples and judges: ``samples`` completions per prompt, up to ``max_new_tokens`` each."""
-
-    samples: int
-    max_new_tokens: int
-    temperature: float
-    batch_size: int
-    pass_threshold: float
-    seed: int
-    bf16: bool = False  # sample under bf16 autocast, the arithmetic training uses when its bf16 is on
-    pass_at: tuple[int, ...] = (1,)  # k values of pass@k
-    generation: tuple = ()  # (key, value) pairs passed on to generate(): training's generation_kwargs, for the pre-flight
-
-    def key(self) -> dict:
-        """What makes two evals of one model give the same samples: equal keys, equal results."""
-        skip = {"batch_size"} | ({"generation"} if not self.generation else set())
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name not in skip} | {
-            "pass_at": list(self.pass_at)
-        }
-
-
-def settings(recipe: Recipe, bf16: bool) -> Settings:
-    """The eval settings of a recipe: the ``eval:`` section, falling back to training's sampling values."""
-    cfg, training = recipe["eval"], recipe["training"]
-    temperature = cfg["temperature"] if cfg["temperature"] is not None else compat.effective(training, "temperature")
-    max_new = cfg["max_new_tokens"] or compat.effective(training, "max_completion_length")
-    return Settings(
-        samples=cfg["samples"],
-        max_new_tokens=max_new,
-        temperature=temperature,
-        batch_size=cfg["batch_size"],
-        pass_threshold=cfg["pass_threshold"],
-        seed=recipe["seed"],
-        bf16=bf16,
-        pass_at=tuple(sorted(set(cfg["pass_at"] or (1, cfg["samples"])))),
-    )
-
-
-def as_training(s: Settings, training: dict, samples: int) -> Settings:
-    """The same settings (seed, batch size, precision, threshold), ``samples`` completions per prompt drawn as
-    training draws them: at its temperature and completion length, with its ``generation_kwargs``."""
-    generation = compat.effective(training, "generation_kwargs")
-    return dataclasses.replace(
-        s,
-        samples=samples,
-        temperature=compat.effective(training, "temperature"),
-        max_new_tokens=compat.effective(training, "max_completion_length"),
-        generation=tuple(generation.items()) if isinstance(generation, dict) else (),
-    )
-
-
-def greedy(s: Settings) -> Settings:
-    """The same settings, one greedy answer per prompt (for comparing two models' answers exactly)."""
-    return dataclasses.replace(s, samples=1, temperature=0.0)
-
-
-def _prompt_texts(tokenizer, prompts: list) -> list[str]:
-    if prompts and isinstance(prompts[0], list):
-        return [tokenizer.apply_chat_template(p, add_generation_prompt=True, tokenize=False) for p in prompts]
-    return list(prompts)
-
-
-def generate(model, tokenizer, prompts: list, s: Settings) -> list[list[str]]:
-    """``s.samples`` completions for each prompt (a list per prompt)."""
-    return sample(model, tokenizer, prompts, s)[0]
-
-
-def _completion_ids(row, eos_id: int | None) -> list[int]:
-    """A generated row's token ids as TRL hands them to rewards: up to and including the first end token."""
-    ids = row.tolist()
-    if eos_id is not None and eos_id in ids:
-        return ids[: ids.index(eos_id) + 1]
-    return ids
-
-
-def sample(model, tokenizer, prompts: list, s: Settings) -> tuple[list[list[str]], list[list[list[int]]]]:
-    """(texts, token ids): ``s.samples`` completions for each prompt, as text and as TRL's ``completion_ids``."""
-    import torch
-
-    samples, temperature = s.samples, s.temperature
-    texts = _prompt_texts(tokenizer, prompts)
-    per_batch = max(1, s.batch_size // samples)
-    out: list[list[str]] = []
-    out_ids: list[list[list[int]]] = []
-    eos_id = tokenizer.eos_token_id
-    was_training = model.training
-    model.eval()
-    device = next(model.parameters()).device
-    try:
-        for start in range(0, len(texts), per_batch):
-            chunk = texts[start : start + per_batch]
-            torch.manual_seed(s.seed + start)  # the same draws for the same prompts, whatever the model did before
-            enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False, return_token_type_ids=False).to(
-                device
-            )
-            sampling = {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
-            with torch.no_grad():
-                settings = {"max_new_tokens": s.max_new_tokens, "pad_token_id": tokenizer.pad_token_id, "top_k": 0, "top_p": 1.0}
-                settings |= sampling | dict(s.generation)  # training's generation_kwargs win, as they do in TRL
-                ids = model.generate(**enc, num_return_sequences=samples, **settings)
-            generated = ids[:, enc["input_ids"].shape[1] :]
-            decoded = tokenizer.batch_decode(generated, skip_special_tokens=True)
-            kept = [_completion_ids(row, eos_id) for row in generated]
-            out.extend(decoded[i * samples : (i + 1) * samples] for i in range(len(chunk)))
-            out_ids.extend(kept[i * samples : (i + 1) * samples] for i in range(len(chunk)))
-    finally:
-        model.train(was_training)
-    return out, out_ids
+from grpo_ext.run import rollouts, sampling
 
 
 def reward_inputs(
@@ -197,7 +81,7 @@ def summarize(rows: list[dict], completions: list[list], flat_completions: list,
     return result
 
 
-def score_rollouts(rows: list[dict], sampled: "rollouts.Rollouts", reward_funcs: list, s: Settings) -> dict:
+def score_rollouts(rows: list[dict], sampled: "rollouts.Rollouts", reward_funcs: list, s: sampling.Settings) -> dict:
     """The eval's result from conversations sampled with the tool loop (``run.rollouts.sample``), scored there as
     in training: every reward of the recipe, and the environment's ``get_reward`` under its class name; how often
     the model called a tool, got an error back, or had a result dropped."""
@@ -244,56 +128,18 @@ def score_range(fn) -> tuple[float, float] | None:
     return (float(found[0]), float(found[1])) if found[0] < found[1] else None
 
 
-def precision(model, s: Settings):
-    """The arithmetic samples are drawn under: bf16 autocast when ``s.bf16`` (as training), else as loaded."""
-    import torch
-
-    return torch.autocast(model.device.type, dtype=torch.bfloat16) if s.bf16 else contextlib.nullcontext()
-
-
-@contextlib.contextmanager
-def random_state_kept():
-    """Leave the random streams (torch's on the CPU and each GPU in use, Python's, numpy's) as they were found: an
-    eval or the pre-flight seeds and draws its own samples, and training then draws what it would have without it."""
-    import random
-
-    import numpy as np
-    import torch
-
-    devices = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []  # no GPU state before use
-    python, numpy = random.getstate(), np.random.get_state()
-    try:
-        with torch.random.fork_rng(devices=devices):
-            yield
-    finally:
-        random.setstate(python)
-        np.random.set_state(numpy)
-
-
-def play(trainer, rows: list[dict], s: Settings) -> rollouts.Rollouts:
-    """``s.samples`` conversations for each row, played by ``trainer`` through its tool loop under the sampling
-    settings of ``s`` (``run.rollouts.sample``)."""
-    return rollouts.sample(
-        trainer,
-        rows,
-        samples=s.samples,
-        temperature=s.temperature,
-        max_new_tokens=s.max_new_tokens,
-        seed=s.seed,
-        batch_size=s.batch_size,
-    )
-
-
-def score_model(model, tokenizer, rows: list[dict], reward_funcs: list, s: Settings, *, chat: bool, trainer=None) -> dict:
+def score_model(
+    model, tokenizer, rows: list[dict], reward_funcs: list, s: sampling.Settings, *, chat: bool, trainer=None
+) -> dict:
     """Sample ``s.samples`` completions per row (under bf16 autocast when ``s.bf16``) and score them with the rewards.
     With ``trainer`` (a recipe with tools or an environment), the trainer samples whole conversations with its tool
     loop and scores them (``run.rollouts``)."""
-    with random_state_kept():  # training then draws what it would have drawn without an eval
+    with sampling.random_state_kept():  # training then draws what it would have drawn without an eval
         if trainer is not None:
-            result = score_rollouts(rows, play(trainer, rows, s), reward_funcs, s)
+            result = score_rollouts(rows, sampling.play(trainer, rows, s), reward_funcs, s)
         else:
-            with precision(model, s):
-                completions, ids = sample(model, tokenizer, [r["prompt"] for r in rows], s)
+            with sampling.precision(model, s):
+                completions, ids = sampling.sample(model, tokenizer, [r["prompt"] for r in rows], s)
             result = score(
                 rows, completions, reward_funcs, chat=chat, pass_threshold=s.pass_threshold, completion_ids=ids, pass_at=s.pass_at
             )

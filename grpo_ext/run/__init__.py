@@ -1,4 +1,4 @@
 """Layer 5, run: the parts a run is made of: hardware, launch, model loading and the model cache, prompts and
 data, the trainer's construction (its row skipping and dynamic sampling), sampling with the tool loop (rollouts),
-the run directory, progress, the completions log, the
+sampling a model for an eval or the pre-flight (sampling), the run directory, progress, the completions log, the
 end boost and the memory model. Imports ``recipe`` and the layers below."""

@@ -22,7 +22,7 @@ from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import exists, refuse_to_replace, write_atomic
 from grpo_ext.recipe import Recipe, load
 from grpo_ext.results import preflight, report, scoring
-from grpo_ext.run import chat_tools, data, hardware, models, rollouts, rundir
+from grpo_ext.run import chat_tools, data, hardware, models, rollouts, rundir, sampling
 
 FALLBACK_PROMPTS = 16
 SHOWN_PROMPTS = 3
@@ -79,7 +79,7 @@ def prompts_to_score(recipe: Recipe, chat: bool, log) -> list[dict]:
     return data.formatted(rows, recipe["data"], chat)
 
 
-def score_loaded(recipe: Recipe, model, tokenizer, s: scoring.Settings, log, label: str) -> dict:
+def score_loaded(recipe: Recipe, model, tokenizer, s: sampling.Settings, log, label: str) -> dict:
     """One model's scores on the recipe's eval prompts, rendered with the recipe's template; a recipe with tools or an
     environment plays them through the trainer's tool loop, as its training and its run's own eval do."""
     chat_tools.apply(tokenizer, recipe, log)
@@ -97,7 +97,7 @@ def score_loaded(recipe: Recipe, model, tokenizer, s: scoring.Settings, log, lab
 
 def compare(recipe: Recipe, refs: list[str], log) -> dict:
     """Evaluate each model in turn; the result keeps every model's scores under its ``--model`` label."""
-    s = scoring.settings(recipe, bf16=hardware.uses_bf16(recipe["training"], recipe["model"]))  # the run's arithmetic
+    s = sampling.settings(recipe, bf16=hardware.uses_bf16(recipe["training"], recipe["model"]))  # the run's arithmetic
     result = {
         "recipe": str(recipe.path),
         "samples": s.samples,

@@ -38,7 +38,7 @@ from grpo_ext.core.text import plural, suggest
 from grpo_ext.data import datafiles
 from grpo_ext.recipe import Recipe, load
 from grpo_ext.results import plots, scoring
-from grpo_ext.run import chat_tools, data, hardware, models, rollouts
+from grpo_ext.run import chat_tools, data, hardware, models, rollouts, sampling
 from grpo_ext.settings.limits import MAX_BATCH
 from grpo_ext.verbs import evaluate, train
 
@@ -119,10 +119,10 @@ def _environment_reward(recipe: Recipe) -> list[str]:
     return [env.__name__] if env is not None and callable(getattr(env, "get_reward", None)) else []
 
 
-def _sampling(recipe: Recipe, k: int) -> scoring.Settings:
+def _sampling(recipe: Recipe, k: int) -> sampling.Settings:
     """The eval's settings (seed, batch size, precision, threshold) sampling ``k`` per prompt as training samples."""
     training = recipe["training"]
-    return scoring.as_training(scoring.settings(recipe, bf16=hardware.uses_bf16(training, recipe["model"])), training, k)
+    return sampling.as_training(sampling.settings(recipe, bf16=hardware.uses_bf16(training, recipe["model"])), training, k)
 
 
 def as_written(train_set, d: dict, base_dir: Path):
@@ -220,7 +220,7 @@ class _Bar:
 
 
 def score_rows(
-    model, tokenizer, rows: list[dict], todo: list[int], fn, s: scoring.Settings, *, chat: bool, record, bar, sampler=None
+    model, tokenizer, rows: list[dict], todo: list[int], fn, s: sampling.Settings, *, chat: bool, record, bar, sampler=None
 ):
     """Sample and score the rows ``todo`` (indices into ``rows``), a generation batch at a time; ``record(i, passed,
     judged)`` is called for each row as its batch is done. A batch is seeded by its first row's index, so a row's
@@ -230,16 +230,16 @@ def score_rows(
     threshold = s.pass_threshold if getattr(fn, "pass_threshold", None) is None else fn.pass_threshold
     per_batch = max(1, s.batch_size // s.samples)
     done = len(rows) - len(todo)
-    with scoring.random_state_kept(), scoring.precision(model, s) if sampler is None else contextlib.nullcontext():
+    with sampling.random_state_kept(), sampling.precision(model, s) if sampler is None else contextlib.nullcontext():
         for start in range(0, len(todo), per_batch):
             batch = todo[start : start + per_batch]
             chunk = [rows[i] for i in batch]
             seeded = dataclasses.replace(s, seed=s.seed + batch[0])
             if sampler is not None:
-                played = scoring.play(sampler, chunk, seeded)
+                played = sampling.play(sampler, chunk, seeded)
                 scores = played.scores[fn if isinstance(fn, str) else fn.__name__]  # by the name TRL logs it
             else:
-                completions, ids = scoring.sample(model, tokenizer, [r["prompt"] for r in chunk], seeded)
+                completions, ids = sampling.sample(model, tokenizer, [r["prompt"] for r in chunk], seeded)
                 prompts, flat, extra = scoring.reward_inputs(chunk, completions, chat=chat, completion_ids=ids)
                 scores = fn(prompts=prompts, completions=flat, **extra)
             for j, i in enumerate(batch):
@@ -326,7 +326,7 @@ def _training_rows(recipe: Recipe):
     return rows.train
 
 
-def _key(recipe: Recipe, model: str | None, reward: str, s: scoring.Settings, prompts: list) -> dict:
+def _key(recipe: Recipe, model: str | None, reward: str, s: sampling.Settings, prompts: list) -> dict:
     """What a progress file must match to be resumed: model, reward, sampling, and the rows (a hash of their prompts)."""
     where = Path(model).expanduser() if model else None
     named = str(where.resolve()) if where and exists(where) else model or recipe.portable()["model"]["name"]
@@ -337,7 +337,7 @@ def _key(recipe: Recipe, model: str | None, reward: str, s: scoring.Settings, pr
 
 
 def _score_remaining(
-    recipe: Recipe, model: str | None, fn, s: scoring.Settings, raw: list[dict], results: dict, progress, key, log
+    recipe: Recipe, model: str | None, fn, s: sampling.Settings, raw: list[dict], results: dict, progress, key, log
 ):
     """Load the model, then sample and score each row not in ``results``, adding it there and to the progress file."""
     todo = [i for i in range(len(raw)) if i not in results]

@@ -17,8 +17,7 @@ from grpo_ext.core import console
 from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import refuse_to_replace
 from grpo_ext.recipe import Recipe, read_yaml, validate
-from grpo_ext.results import scoring
-from grpo_ext.run import data, models, rundir
+from grpo_ext.run import data, models, rundir, sampling
 from grpo_ext.settings import adapters
 
 
@@ -42,8 +41,8 @@ def greedy_answers(model, tokenizer, recipe: Recipe) -> list[str]:
     """One greedy answer per eval prompt, with the recipe's eval completion length."""
     chat = data.use_chat(recipe["data"], tokenizer)
     rows = data.formatted(data.eval_rows(recipe["data"], recipe.base_dir, recipe["seed"]), recipe["data"], chat)
-    answers = scoring.generate(
-        model, tokenizer, [r["prompt"] for r in rows], scoring.greedy(scoring.settings(recipe, bf16=False))
+    answers = sampling.generate(
+        model, tokenizer, [r["prompt"] for r in rows], sampling.greedy(sampling.settings(recipe, bf16=False))
     )
     return [a[0] for a in answers]
 

@@ -28,7 +28,7 @@ from grpo_ext.core.text import plural
 from grpo_ext.core.yaml_io import load_yaml
 from grpo_ext.recipe import Recipe, load
 from grpo_ext.results import plots, report, scoring
-from grpo_ext.run import hardware, rundir
+from grpo_ext.run import hardware, rundir, sampling
 from grpo_ext.verbs import evaluate
 
 CURVE = "eval_curve"
@@ -70,7 +70,7 @@ def score_checkpoints(recipe: Recipe, run_dir: Path, dest: Path, log) -> dict:
             f"--checkpoints: {run_dir} has no complete checkpoint-N; train with training.save_steps set "
             f"(and training.save_total_limit: null to keep every checkpoint)"
         )
-    s = scoring.settings(recipe, bf16=hardware.uses_bf16(recipe["training"], recipe["model"]))
+    s = sampling.settings(recipe, bf16=hardware.uses_bf16(recipe["training"], recipe["model"]))
     task = task_of(recipe.portable())
     key = {**s.key(), "task": task}  # the same settings, prompts and rewards: the same scores
     cache, started = _cached(dest, key), time.monotonic()

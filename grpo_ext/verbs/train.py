@@ -40,6 +40,7 @@ from grpo_ext.run import (
     models,
     progress,
     rundir,
+    sampling,
     skipping,
     trainer,
 )
@@ -273,7 +274,7 @@ class Run:
     tokenizer: object
     chat: bool
     eval_rows: list[dict]
-    eval_settings: scoring.Settings
+    eval_settings: sampling.Settings
     metrics: object  # the progress.MetricsLog callback
     summary: dict
     is_main: bool
@@ -411,7 +412,7 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         rundir.record(prepared.path, "recipe.yaml")
         write_atomic(prepared.path / "recipe.yaml", recipe.to_yaml())
         report.write_summary(prepared.path, summary)
-    settings = scoring.settings(recipe, bf16=args.bf16)
+    settings = sampling.settings(recipe, bf16=args.bf16)
     return Run(recipe, prepared, grpo, tokenizer, chat, eval_rows, settings, metrics, summary, is_main, log, watchdog=dog)
 
 

@@ -359,18 +359,18 @@ def test_sample_returns_texts_and_completion_ids(tiny_model):
     """Three prompts x two samples: the texts and, alongside, TRL's completion_ids (ending at the first end token)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    from grpo_ext.results import scoring
+    from grpo_ext.run import sampling
 
     tokenizer = AutoTokenizer.from_pretrained(tiny_model)
     tokenizer.padding_side = "left"
     model = AutoModelForCausalLM.from_pretrained(tiny_model)
-    s = scoring.Settings(samples=2, max_new_tokens=5, temperature=1.0, batch_size=4, pass_threshold=1.0, seed=0)
-    texts, ids = scoring.sample(model, tokenizer, ["a", "b c", "d e f"], s)
+    s = sampling.Settings(samples=2, max_new_tokens=5, temperature=1.0, batch_size=4, pass_threshold=1.0, seed=0)
+    texts, ids = sampling.sample(model, tokenizer, ["a", "b c", "d e f"], s)
     assert [len(t) for t in texts] == [2, 2, 2] and [len(i) for i in ids] == [2, 2, 2]
     for per_prompt in ids:
         for row in per_prompt:
             assert 1 <= len(row) <= 5 and tokenizer.eos_token_id not in row[:-1]
-    assert texts == scoring.generate(model, tokenizer, ["a", "b c", "d e f"], s)
+    assert texts == sampling.generate(model, tokenizer, ["a", "b c", "d e f"], s)
 
 
 # --- friction -----------------------------------------------------------------------------------------------

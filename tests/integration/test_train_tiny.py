@@ -116,16 +116,16 @@ def test_eval_of_the_run_repeats_the_runs_own_eval(bf16, tiny_recipe, tmp_path, 
     """`grpo-ext eval RECIPE --model RUN` samples with the arithmetic the run used, so it repeats `eval after`."""
     import torch
 
-    from grpo_ext.results import scoring as evaluate
+    from grpo_ext.run import sampling
 
     autocast = []  # per sampling call, in training's eval and in grpo-ext eval: was bf16 autocast on?
-    sample = evaluate.sample
+    sample = sampling.sample
 
     def spy(*args, **kwargs):
         autocast.append(torch.is_autocast_enabled("cpu"))
         return sample(*args, **kwargs)
 
-    monkeypatch.setattr(evaluate, "sample", spy)
+    monkeypatch.setattr(sampling, "sample", spy)
 
     overrides = [f"training.bf16={str(bf16).lower()}", "training.max_steps=1", "training.save_strategy='no'"]
     assert cli.main(["train", str(tiny_recipe), *overrides]) == 0

@@ -22,8 +22,8 @@ LAYERS: dict[str, int] = {
     "rewards": 3,  # the reward registry, the built-in rewards and the guard around every reward
     "tools": 3,  # the tool library and the checks that a tool or an environment is one TRL can use
     "recipe": 4,  # schema, read, overrides, validate, load
-    "run": 5,  # hardware, launch, models and their cache, data, trainer, run directory, progress, memory model
-    "results": 6,  # scoring, eval statistics, pre-flight, watchdog, report, plots
+    "run": 5,  # hardware, launch, models and their cache, data, trainer, sampling, run directory, progress, memory model
+    "results": 6,  # what is measured of samples and runs: scoring, eval statistics, pre-flight, watchdog, report, plots
     "verbs": 7,  # what a person runs: train, eval, merge, plan, doctor, sweep
     "": 8,  # the front door, grpo_ext/*.py: the package's API, the command-line parser, `python -m` shims
 }

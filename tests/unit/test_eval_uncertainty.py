@@ -5,6 +5,7 @@ import pytest
 from grpo_ext import recipe
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.results import report, scoring
+from grpo_ext.run import sampling
 
 
 @pytest.mark.parametrize(
@@ -30,9 +31,9 @@ def test_pass_at_key(pass_at, problem, digit_doc):
 
 def test_settings_pass_at_defaults_to_1_and_samples(digit_doc):
     digit_doc["eval"]["samples"] = 4
-    assert scoring.settings(recipe.validate(digit_doc), bf16=False).pass_at == (1, 4)
+    assert sampling.settings(recipe.validate(digit_doc), bf16=False).pass_at == (1, 4)
     digit_doc["eval"]["pass_at"] = [2, 1, 2]
-    assert scoring.settings(recipe.validate(digit_doc), bf16=False).pass_at == (1, 2)  # sorted, once each
+    assert sampling.settings(recipe.validate(digit_doc), bf16=False).pass_at == (1, 2)  # sorted, once each
 
 
 class LastWord:

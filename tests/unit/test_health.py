@@ -353,7 +353,7 @@ def test_preflight_strict_reward_words():
 
 def test_preflight_samples_with_training_generation_settings(monkeypatch):
     """The pre-flight samples as training will: its temperature, length, group size and generation_kwargs."""
-    from grpo_ext.results import scoring
+    from grpo_ext.run import sampling
 
     seen = []
 
@@ -361,11 +361,11 @@ def test_preflight_samples_with_training_generation_settings(monkeypatch):
         seen.append(s)
         return [["7"] * s.samples for _ in prompts], [[[55]] * s.samples for _ in prompts]
 
-    monkeypatch.setattr(scoring, "sample", fake_sample)
-    monkeypatch.setattr(scoring, "precision", lambda model, s: __import__("contextlib").nullcontext())
+    monkeypatch.setattr(sampling, "sample", fake_sample)
+    monkeypatch.setattr(sampling, "precision", lambda model, s: __import__("contextlib").nullcontext())
     training = {"num_generations": 4, "temperature": 0.7, "max_completion_length": 5}
     training["generation_kwargs"] = {"exponential_decay_length_penalty": [1, 1.3]}
-    base = scoring.Settings(samples=8, max_new_tokens=32, temperature=1.0, batch_size=64, pass_threshold=1.0, seed=3)
+    base = sampling.Settings(samples=8, max_new_tokens=32, temperature=1.0, batch_size=64, pass_threshold=1.0, seed=3)
     reward = lambda completions, **kw: [1.0] * len(completions)  # noqa: E731
     reward.__name__ = "one"
     stats, _, _ = preflight.sample_and_score(

@@ -56,6 +56,18 @@ def write_recipe(tmp_path):
     return write
 
 
+@pytest.fixture(params=["libyaml", "python"])
+def yaml_loader(request, monkeypatch) -> str:
+    """Each parser that grpo_ext's bounded YAML loader reads with, in turn: libyaml's (skipped where PyYAML was built
+    without it) and PyYAML's pure-Python one, the one a user without libyaml gets."""
+    from grpo_ext.core import yaml_io
+
+    if request.param not in yaml_io.LOADERS:
+        pytest.skip("PyYAML here has no libyaml")
+    monkeypatch.setattr(yaml_io, "LOADER", yaml_io.LOADERS[request.param])
+    return request.param
+
+
 @pytest.fixture
 def no_hub(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")

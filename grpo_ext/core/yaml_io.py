@@ -1,6 +1,11 @@
-"""YAML a user gives, read within bounds (depth, alias expansion, integer size); keys given twice named."""
+"""YAML a user gives, read within bounds (depth, alias expansion, integer size); keys given twice named.
+
+The text is parsed by libyaml (PyYAML's C parser) where PyYAML was built with it, and by PyYAML's pure-Python
+parser where not; either way the nodes are composed here, one event at a time, where the bounds are counted.
+"""
 
 import yaml
+from yaml.composer import Composer
 
 from grpo_ext.core.text import clip
 
@@ -15,24 +20,29 @@ MAX_YAML_VALUES = 1_000_000
 MAX_INT_DIGITS = 308
 
 
+_TOO_DEEP = f"nested more than {MAX_YAML_DEPTH} levels deep; a recipe needs a few"
+
+
 class YAMLRefused(yaml.MarkedYAMLError):
     """Well-formed YAML beyond a bound of ``load_yaml``; ``problem`` says which, ``problem_mark`` where."""
 
 
-class _BoundedLoader(yaml.SafeLoader):
-    """PyYAML's safe loader that counts, while it composes, how deep each node is and how many values it stands
-    for with its aliases written out, and refuses an alias used inside the node it names."""
+class _Bounds(Composer):
+    """PyYAML's composer that counts, while it composes, how deep each node is and how many values it stands for
+    with its aliases written out, and refuses an alias used inside the node it names; and the int constructor,
+    which refuses an integer of too many digits before building it. Mixed into a safe loader below, ahead of it:
+    the C loader's own composer, which cannot be bounded, is never used."""
 
-    def __init__(self, stream):
-        super().__init__(stream)
+    def get_single_node(self):
+        self.anchors = {}  # set here, as the C loader's __init__ does not set the Python composer's
         self.depth = 0
         self.values: dict[int, int] = {}  # id(node) -> values it stands for, set once the node is complete
+        return super().get_single_node()
 
     def compose_node(self, parent, index):
         event = self.peek_event()
         if self.depth >= MAX_YAML_DEPTH:
-            problem = f"nested more than {MAX_YAML_DEPTH} levels deep; a recipe needs a few"
-            raise YAMLRefused(None, None, problem, event.start_mark)
+            raise YAMLRefused(None, None, _TOO_DEEP, event.start_mark)
         self.depth += 1
         try:
             node = super().compose_node(parent, index)
@@ -62,7 +72,27 @@ class _BoundedLoader(yaml.SafeLoader):
         return super().construct_yaml_int(node)
 
 
-_BoundedLoader.add_constructor("tag:yaml.org,2002:int", _BoundedLoader.construct_yaml_int)
+class _PythonLoader(_Bounds, yaml.SafeLoader):
+    """The bounds over PyYAML's pure-Python reader, scanner and parser."""
+
+
+LOADERS: dict[str, type] = {"python": _PythonLoader}  # by the parser under the bounds; tests run each
+if yaml.__with_libyaml__:
+
+    class _LibyamlLoader(_Bounds, yaml.CSafeLoader):
+        """The bounds over libyaml's parser: about ten times as fast as the pure-Python one on a recipe."""
+
+        __init__ = yaml.CSafeLoader.__init__  # not the composer's, which comes first here
+
+    LOADERS["libyaml"] = _LibyamlLoader
+for _loader in LOADERS.values():
+    _loader.add_constructor("tag:yaml.org,2002:int", _loader.construct_yaml_int)
+LOADER: type = LOADERS.get("libyaml", _PythonLoader)  # what every function below reads with
+
+
+# libyaml's own bound on nesting (1,000 levels), met before ours where its scanner looks ahead on a line for a key
+# (up to 1,024 characters): `[` x 1,001 stops there before the composer has counted 101 levels.
+_LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 
 
 def load_yaml(text: str):
@@ -79,11 +109,7 @@ def load_yaml(text: str):
     column 8: alias *a is used inside the node it names; an alias repeats a node given before it
     column 7: an integer of 400 digits; a recipe's numbers have at most 308
     """
-    loader = _BoundedLoader(text)
-    try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
+    return _read(text, construct=True)[0]
 
 
 def duplicate_keys(text: str) -> list[str]:
@@ -92,6 +118,44 @@ def duplicate_keys(text: str) -> list[str]:
     >>> duplicate_keys("training:\n  learning_rate: 1.0e-5\n  beta: 0.0\n  learning_rate: 3.0e-5\n")
     ['training.learning_rate: given twice (lines 2 and 4); keep one']
     """
+    return _read(text, construct=False)[1]
+
+
+def load_checked(text: str) -> tuple[object, list[str]]:
+    r"""``load_yaml`` and ``duplicate_keys`` of the text from one parse: its value, and one line per key given twice.
+
+    >>> load_checked("seed: 1\nseed: 2\n")
+    ({'seed': 2}, ['seed: given twice (lines 1 and 2); keep one'])
+    """
+    return _read(text, construct=True)
+
+
+def _read(text: str, construct: bool) -> tuple[object, list[str]]:
+    """The value of the text (None unless ``construct``) and its keys given twice, read with ``LOADER``."""
+    try:
+        return _parse(LOADER, text, construct)
+    except UnicodeEncodeError:  # a lone surrogate (a byte of a command line that is not UTF-8): libyaml takes only
+        return _parse(_PythonLoader, text, construct)  # UTF-8, and the pure-Python reader refuses it (ReaderError)
+    except yaml.MarkedYAMLError as exc:
+        if exc.problem != _LIBYAML_TOO_DEEP:
+            raise
+        raise YAMLRefused(None, None, _TOO_DEEP, exc.problem_mark) from None  # where libyaml stopped, past ours
+
+
+def _parse(loader_class: type, text: str, construct: bool) -> tuple[object, list[str]]:
+    loader = loader_class(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, []
+        twice = _twice(node)  # first: constructing merges each `<<: *defaults` into the node that names it
+        return (loader.construct_document(node) if construct else None), twice
+    finally:
+        loader.dispose()
+
+
+def _twice(root) -> list[str]:
+    """The keys given twice in a mapping under this node, as ``duplicate_keys`` words them."""
     problems: list[str] = []
     walked: set[int] = set()  # an alias repeats a node: walk it once, however often it is named
 
@@ -116,5 +180,5 @@ def duplicate_keys(text: str) -> list[str]:
             for i, item in enumerate(node.value):
                 walk(item, f"{path}[{i}]")
 
-    walk(yaml.compose(text, Loader=_BoundedLoader), "")
+    walk(root, "")
     return problems

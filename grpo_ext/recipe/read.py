@@ -12,7 +12,7 @@ from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import exists, resolve_path
 from grpo_ext.core.text import shown, suggest
 from grpo_ext.core.values import kind_of
-from grpo_ext.core.yaml_io import YAMLRefused, duplicate_keys, load_yaml
+from grpo_ext.core.yaml_io import YAMLRefused, load_checked, load_yaml
 from grpo_ext.recipe.schema import MAX_RECIPE_BYTES
 from grpo_ext.settings import model_names
 
@@ -38,7 +38,7 @@ def read_yaml(path: Path) -> dict:
     except UnicodeDecodeError as exc:
         raise RecipeError(f"recipe is not UTF-8 text ({exc.reason} at byte {exc.start})", str(path)) from None
     try:
-        doc = load_yaml(text)
+        doc, twice = load_checked(text)  # one parse: the value, and the keys given twice
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -49,7 +49,6 @@ def read_yaml(path: Path) -> dict:
         raise RecipeError(
             f"a recipe is a mapping of sections (model, data, rewards, training, ...), not {kind_of(doc)}", str(path)
         )
-    twice = duplicate_keys(text)
     if twice:
         raise RecipeError(twice, str(path))
     return doc

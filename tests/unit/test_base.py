@@ -6,11 +6,17 @@ import pytest
 
 from grpo_ext.core import files, text, values, yaml_io
 from grpo_ext.recipe import changes
+from tests.helpers import ROOT
 
 
-@pytest.mark.parametrize("module", [text, values, yaml_io, changes])
+@pytest.mark.parametrize("module", [text, values, changes])
 def test_docstring_examples(module):
     result = doctest.testmod(module)
+    assert result.attempted > 0 and result.failed == 0
+
+
+def test_yaml_docstring_examples(yaml_loader):
+    result = doctest.testmod(yaml_io)
     assert result.attempted > 0 and result.failed == 0
 
 
@@ -28,8 +34,22 @@ def test_docstring_examples(module):
         ("a: 1\nb: 2\na: 3\na: 4\n", ["a: given twice (lines 1 and 3); keep one", "a: given twice (lines 1 and 4); keep one"]),
     ],
 )
-def test_duplicate_keys(text, expected):
+def test_duplicate_keys(text, expected, yaml_loader):
     assert yaml_io.duplicate_keys(text) == expected
+    assert yaml_io.load_checked(text) == (yaml_io.load_yaml(text), expected)  # the two from one parse
+
+
+def test_both_parsers_read_every_shipped_file_alike(monkeypatch):
+    """libyaml and the pure-Python parser give each shipped recipe and config the same value (and no key twice)."""
+    if "libyaml" not in yaml_io.LOADERS:
+        pytest.skip("PyYAML here has no libyaml")
+    paths = sorted([*(ROOT / "recipes").rglob("*.yaml"), *(ROOT / "configs").rglob("*.yaml")])
+    read = {}
+    for name, loader in yaml_io.LOADERS.items():
+        monkeypatch.setattr(yaml_io, "LOADER", loader)
+        read[name] = [yaml_io.load_checked(path.read_text(encoding="utf-8")) for path in paths]
+    assert len(paths) > 10 and read["libyaml"] == read["python"]
+    assert all(twice == [] for _, twice in read["python"])
 
 
 def test_write_atomic_leaves_old_or_new(tmp_path, monkeypatch):

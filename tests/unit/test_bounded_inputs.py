@@ -83,12 +83,31 @@ RECIPES = [
 
 @pytest.mark.parametrize("timed", TIMED)
 @pytest.mark.parametrize("text,fragment", RECIPES, ids=[f"{i}-{fragment[:24]}" for i, (_, fragment) in enumerate(RECIPES)])
-def test_a_recipe_past_a_bound_is_one_line_fast(text, fragment, timed, tmp_path):
+def test_a_recipe_past_a_bound_is_one_line_fast(text, fragment, timed, tmp_path, yaml_loader):
     path = tmp_path / "recipe.yaml"
     path.write_text(text.replace("output_dir: runs/digit", f"output_dir: {tmp_path / 'run'}"), encoding="utf-8")
     assert len(text.encode()) < 20_000  # each fits in a few kilobytes
     refused_fast(["validate", str(path)], fragment, timed)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["recipe.yaml"]  # nothing made
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        nested(1001),  # past the 1,000 levels where libyaml stops on its own, looking ahead on the line
+        "[" * 100_000,  # a 100 KB line of them
+        "{b: " * 1500 + "1" + "}" * 1500,  # mappings
+        "[\n " * 1500 + "]" * 1500,  # one a line: libyaml does not look ahead, and the bound stops it on line 101
+    ],
+    ids=["1001", "100k", "mappings", "lines"],
+)
+def test_yaml_deeper_than_libyaml_takes_is_the_depth_bound(text, yaml_loader, tmp_path):
+    """Past 1,000 levels libyaml refuses on its own, named as the depth bound where it stopped (the pure-Python parser
+    names level 101). Not timed: the pure-Python scanner takes about 0.5 s on a line's first 1,024 characters of
+    brackets (the 500-level rows above are timed)."""
+    path = tmp_path / "recipe.yaml"
+    path.write_text(seed_line(text), encoding="utf-8")
+    refused_fast(["validate", str(path)], "nested more than 100 levels deep; a recipe needs a few", timed=False)
 
 
 OVERRIDES = [
@@ -97,13 +116,15 @@ OVERRIDES = [
     ("training.beta=" + nested(500), "nested more than 100 levels deep"),  # was a RecursionError
     ("training.beta=" + laughs(10), "its aliases expand to more than 1,000,000 values"),  # was minutes and gigabytes
     ("seed=-1", "seed: must be at least 0, got -1"),  # validated before
+    # a byte of the command line that is not UTF-8 (Python keeps it as a lone surrogate): libyaml takes only UTF-8
+    ("training.beta=\udcff", "training.beta: expected a finite number, got str '\\udcff'"),
 ]
 
 
 @pytest.mark.parametrize("override,fragment", OVERRIDES, ids=[o[:20] for o, _ in OVERRIDES])
 @pytest.mark.parametrize("verb", [["validate", str(DIGIT)], ["train", str(DIGIT), "--dry-run"]])
 @pytest.mark.parametrize("timed", TIMED)
-def test_an_override_past_a_bound_is_one_line_fast(timed, verb, override, fragment):
+def test_an_override_past_a_bound_is_one_line_fast(timed, verb, override, fragment, yaml_loader):
     refused_fast([*verb, override], fragment, timed)
 
 

@@ -70,7 +70,7 @@ def test_all_problems_reported_together(digit_doc, write_recipe):
         ("just text", "a recipe is a mapping of sections"),
     ],
 )
-def test_unreadable_recipe(text, expected, write_recipe, capsys):
+def test_unreadable_recipe(text, expected, write_recipe, capsys, yaml_loader):
     assert cli.main(["train", str(write_recipe(text))]) == 2
     assert expected in capsys.readouterr().err
 
@@ -96,7 +96,7 @@ def test_unknown_shipped_name_suggests(capsys):
         ("eval.enabled=false", ("eval", "enabled"), False),
     ],
 )
-def test_overrides(override, key, expected):
+def test_overrides(override, key, expected, yaml_loader):
     r = recipe.load(str(ROOT / "recipes" / "digit.yaml"), [override])
     node = r.data
     for k in key:
@@ -123,7 +123,7 @@ def test_shipped_name_resolves():
     assert recipe.locate("digit") == ROOT / "recipes" / "digit.yaml"
 
 
-def test_every_shipped_recipe_validates():
+def test_every_shipped_recipe_validates(yaml_loader):
     shipped = catalog.shipped_recipes()
     assert "digit" in shipped
     for path in shipped.values():
@@ -138,7 +138,7 @@ def test_every_shipped_recipe_validates():
         ("seed: 0", "seed: 0x1F", ("seed",), 31),  # hexadecimal is an integer
     ],
 )
-def test_hand_written_values_with_an_accepted_meaning(line, written, path, meaning, tmp_path):
+def test_hand_written_values_with_an_accepted_meaning(line, written, path, meaning, tmp_path, yaml_loader):
     text = (ROOT / "recipes" / "digit.yaml").read_text()
     edited = "\n".join(written if ln.startswith(line) else ln for ln in text.splitlines())
     (tmp_path / "r.yaml").write_text(edited)
@@ -149,7 +149,7 @@ def test_hand_written_values_with_an_accepted_meaning(line, written, path, meani
     assert value == meaning and type(value) is type(meaning)
 
 
-def test_anchors_and_aliases_expand(tmp_path):
+def test_anchors_and_aliases_expand(tmp_path, yaml_loader):
     """An alias repeats what its anchor names, as YAML defines: the eval prompts may reuse the training prompts."""
     doc = (ROOT / "recipes" / "digit.yaml").read_text().replace("  prompts:", "  prompts: &shared", 1)
     lines = doc.splitlines()

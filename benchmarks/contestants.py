@@ -102,11 +102,10 @@ def phase_timers(record: dict):
     from transformers import TrainerCallback
     from trl import GRPOTrainer
 
-    methods = [
-        (GRPOTrainer, "_generate_single_turn", "generation"),
-        (GRPOTrainer, "_calculate_rewards", "rewards"),
-        (GRPOTrainer, "_get_per_token_logps_and_entropies", "forward"),
-        (GRPOTrainer, "_compute_loss", "loss"),
+    from grpo_ext.run import trl_internals
+
+    methods = [(GRPOTrainer, name, phase) for name, phase in trl_internals.STEP_PHASES]
+    methods += [
         (Accelerator, "backward", "backward"),
         (AcceleratedOptimizer, "step", "optimizer"),
     ]

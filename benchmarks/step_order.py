@@ -27,6 +27,7 @@ def contestant(order: str, steps: int) -> None:
     from grpo_ext.core import console
     from grpo_ext.recipe import load
     from grpo_ext.run import data, hardware, models, trainer
+    from grpo_ext.verbs.train import behaviours
 
     console.quiet_third_parties(verbose=False)
     overrides = [f"training.max_steps={steps}", "training.save_strategy='no'", "output_dir=/tmp/grpo_ext_step_order"]
@@ -43,7 +44,12 @@ def contestant(order: str, steps: int) -> None:
     chat = data.use_chat(recipe["data"], tokenizer)
     rows = data.formatted(data.train_rows(recipe["data"], recipe.base_dir), recipe["data"], chat)
     grpo = trainer.make_trainer(
-        model=model, reward_funcs=recipe.reward_funcs, args=args, train_dataset=Dataset.from_list(rows), tokenizer=tokenizer
+        model=model,
+        reward_funcs=recipe.reward_funcs,
+        args=args,
+        train_dataset=Dataset.from_list(rows),
+        tokenizer=tokenizer,
+        behaviours=behaviours(recipe),
     )
     t0 = time.monotonic()
     grpo.train()

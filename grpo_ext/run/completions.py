@@ -8,7 +8,7 @@ main process appends one JSON line per completion of the batch TRL sampled last:
 ``rewards`` holds each reward's score under its metric name (None where it scored none), ``advantage`` the
 advantage the completion was trained with. A completion with tool calls is written as its conversation, each call
 as ``→ tool(arguments)`` and each result as ``← result`` (``rollouts.transcript``). GRPOTrainer keeps that batch
-for its own printing; it is read after the step (``compat.sampled``), so nothing in TRL's loop is wrapped, and a TRL
+for its own printing; it is read after the step (``trl_internals.sampled``), so nothing in TRL's loop is wrapped, and a TRL
 that keeps none gets no file and one notice. A batch trained on over several steps (``steps_per_generation``) is
 written once.
 
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from grpo_ext.rewards.judge import judge_of
 from grpo_ext.rewards.registry import completion_text, prompt_text
-from grpo_ext.run import rollouts, rundir
+from grpo_ext.run import rollouts, rundir, trl_internals
 from grpo_ext.settings import compat
 
 FILE = "completions.jsonl"
@@ -63,7 +63,7 @@ def replies(reward_funcs: list, batch: dict) -> dict[str, list[str | None]]:
 
 
 def lines(step: int, batch: dict, said: dict[str, list[str | None]] | None = None) -> list[bytes]:
-    """The JSON lines of one sampled batch (``compat.sampled``), as they are appended; ``said``: each judge's replies
+    """The JSON lines of one sampled batch (``trl_internals.sampled``), as they are appended; ``said``: each judge's replies
     (``replies``), written beside the scores."""
     out = []
     for i, (prompt, completion) in enumerate(zip(batch["prompt"], batch["completion"], strict=True)):
@@ -146,7 +146,7 @@ def writer(settings: dict, run_dir: Path, log, trainer):
         def _log(self, step: int) -> None:
             if not self.on:
                 return
-            batch = compat.sampled(trainer())
+            batch = trl_internals.sampled(trainer())
             if batch is None:
                 self.on = False
                 log(f"completions: trl {compat.trl_version()} keeps no sampled completions on its trainer; {FILE} not written")

@@ -15,9 +15,13 @@ rewards against its own mean, so joining groups from two rounds changes no kept 
 
 One process only: with several, TRL scores the groups of every process together and each keeps a slice, which a
 per-process refill would break; the run says so in its groups line and keeps every group.
+
+``DynamicSampling`` does it at the trainer's batch hook (a ``Behaviour``, ``run/trl_internals.py``).
 """
 
 import time
+
+from grpo_ext.run.trl_internals import Behaviour, Step
 
 PROMPT_SIDE = ("prompt_ids", "prompt_mask")  # left-padded; every other token-aligned tensor is right-padded
 
@@ -157,3 +161,40 @@ def _group_rows(groups, group: int):
     import torch
 
     return (groups.unsqueeze(1) * group + torch.arange(group)).flatten()
+
+
+class DynamicSampling(Behaviour):
+    """``groups.dynamic_sampling``: a training generation batch's flat groups replaced by informative ones from up to
+    ``max_rounds`` extra rounds (``refill``), logging ``groups/*``; the new prompts are drawn by a generator of its
+    own, so the training data's order stays as it was."""
+
+    def __init__(self, max_rounds: int):
+        self.max_rounds = max_rounds
+        self.scores = None  # the last scored batch's rewards, every process's rows: read by the refill
+        self.draws = None  # the generator of the new prompts, seeded at the first refill
+
+    def on_rewards(self, step: Step, completions: list, completion_ids: list, scores) -> None:
+        self.scores = scores
+
+    def on_batch(self, step: Step, batch: dict) -> dict:
+        import torch
+
+        trainer = step.trainer
+        if not step.training or blocker(trainer, batch):
+            return batch
+        group = trainer.num_generations
+        if self.draws is None:
+            self.draws = torch.Generator().manual_seed(trainer.args.seed + 1)
+
+        def more(groups: int):
+            picks = torch.randint(len(trainer.train_dataset), (groups,), generator=self.draws).tolist()
+            rows = [dict(trainer.train_dataset[i]) for i in picks for _ in range(group)]
+            new = step.generate(rows)
+            return new, flat_groups(self.scores, group)
+
+        flat = flat_groups(self.scores, group)
+        pad = trainer.processing_class.pad_token_id if hasattr(trainer, "processing_class") else trainer.tokenizer.pad_token_id
+        batch, stats = refill(batch, flat, group, more, self.max_rounds, pad)
+        for key, value in stats.items():
+            step.log(key, value)
+        return batch

@@ -1,17 +1,18 @@
 """Sampling with the tool loop, for the eval and the pre-flight of a recipe with tools or an environment.
 
 An eval that scored single replies of a tool recipe would score a model that cannot call its tools. So these
-samples come from the trainer itself: ``_generate_and_score_completions`` in eval mode, which renders the tools,
+samples come from the trainer itself: its generation of a batch in eval mode, which renders the tools,
 parses each call, runs it (on a fresh environment per rollout), lets the model go on, and scores the conversations
 with the recipe's rewards and the environment's ``get_reward``, as in training. Only the sampling settings of an
 eval (temperature, completion length, samples per prompt) are swapped in while it runs, and the scores and
-conversations are read off the reward call TRL makes (``_calculate_rewards``).
+conversations are read off the reward call TRL makes (a ``Behaviour``'s ``on_rewards``, ``run/trl_internals.py``).
 
 Each conversation is summarised for the run's health: whether the model called a tool, whether it wrote a call
 the parser could not read (``<tool_call>`` in its text and no call parsed), how many results were errors (TRL's
 ``{'error': ...}`` for a tool that raised, or a library tool's ``error: ...`` line), how many results TRL dropped
 because the conversation with them would pass the token budget (``rewards.tool_use.unanswered``), and whether it
-was cut at that budget. ``worked_exchanges`` counts, before any sampling, the tokens a worked exchange of the
+was cut at that budget. In training, ``DroppedResults`` counts the results TRL dropped at each scored batch.
+``worked_exchanges`` counts, before any sampling, the tokens a worked exchange of the
 prompt's examples takes after its question, as TRL counts them against ``max_completion_length``.
 """
 
@@ -22,7 +23,8 @@ from dataclasses import dataclass, field
 
 from grpo_ext.rewards.registry import call_text
 from grpo_ext.rewards.tool_use import is_error, unanswered
-from grpo_ext.run import hardware, trainer
+from grpo_ext.run import hardware, trainer, trl_internals
+from grpo_ext.run.trl_internals import Behaviour, Step
 
 CALL_TAG = "<tool_call>"  # what a ChatML tool call opens with (grpo_ext's template and the Qwen family's)
 
@@ -68,6 +70,35 @@ def _unread_call(message: dict) -> bool:
     return message.get("role") == "assistant" and not message.get("tool_calls") and CALL_TAG in str(message.get("content"))
 
 
+class Captured(Behaviour):
+    """Each scored batch's conversations, token ids and scores, as TRL's reward call saw them (``sample``)."""
+
+    def __init__(self):
+        self.batches: list[tuple] = []
+
+    def on_rewards(self, step: Step, completions: list, completion_ids: list, scores) -> None:
+        self.batches.append((completions, completion_ids, scores))
+
+
+class DroppedResults(Behaviour):
+    """A recipe with tools or an environment: at each scored batch, the tool results TRL dropped from this process's
+    conversations, counted over every process, go into the step's metrics: ``tools/dropped_results``, a count over
+    the whole step, and ``tools/dropped_frequency``, their share of the calls TRL ran (TRL's own
+    ``tools/failure_frequency`` counts a dropped call as one that worked)."""
+
+    def on_rewards(self, step: Step, completions: list, completion_ids: list, scores) -> None:
+        import torch
+
+        trainer = step.trainer
+        limit = getattr(trainer, "max_tool_calling_iterations", None)
+        counted = [unanswered(c, limit) for c in completions]
+        calls = sum(len(m.get("tool_calls") or []) for c in completions if isinstance(c, list) for m in c if isinstance(m, dict))
+        local = torch.tensor([calls - sum(n for _, n in counted), sum(d for d, _ in counted)], device=trainer.accelerator.device)
+        ran, dropped = trainer.accelerator.gather(local).view(-1, 2).sum(0).tolist()
+        step.log("tools/dropped_frequency", dropped / ran if ran else 0.0)
+        step.tally("tools/dropped_results", dropped)
+
+
 @contextlib.contextmanager
 def _eval_sampling(trainer, samples: int, temperature: float, max_new_tokens: int):
     """The trainer's sampling settings for an eval while it runs: ``samples`` per prompt, at ``temperature``, up to
@@ -86,7 +117,7 @@ def _eval_sampling(trainer, samples: int, temperature: float, max_new_tokens: in
         trainer.num_generations_eval, trainer.max_completion_length = saved
         for key, value in kept.items():
             setattr(config, key, value)
-        trainer._metrics["eval"].clear()  # what TRL logged of these samples is not training's
+        trl_internals.forget_eval_metrics(trainer)
 
 
 def sample(trainer, rows: list[dict], *, samples: int, temperature: float, max_new_tokens: int, seed: int, batch_size: int):
@@ -96,32 +127,23 @@ def sample(trainer, rows: list[dict], *, samples: int, temperature: float, max_n
 
     out = Rollouts()
     names = list(trainer.reward_func_names)
-    seen = []
+    seen = Captured()
     per_batch = max(1, batch_size // samples)
-    original = trainer._calculate_rewards
-
-    def capture(inputs, prompts, completions, completion_ids_list):
-        scores = original(inputs, prompts, completions, completion_ids_list)
-        seen.append((completions, completion_ids_list, scores))
-        return scores
-
     was_training = trainer.model.training
     trainer.model.eval()
-    trainer._calculate_rewards = capture  # an attribute of this trainer only, removed below
     try:
-        with _eval_sampling(trainer, samples, temperature, max_new_tokens):
+        with _eval_sampling(trainer, samples, temperature, max_new_tokens), trl_internals.behaving(trainer, seen):
             for start in range(0, len(rows), per_batch):
                 # each sample its own copy: a reset's text is added to the last message of its own prompt (TRL 1.8 in place)
                 inputs = [copy.deepcopy(row) for row in rows[start : start + per_batch] for _ in range(samples)]
                 torch.manual_seed(seed + start)
                 with torch.no_grad():
-                    trainer._generate_and_score_completions(inputs)
+                    trl_internals.sample_batch(trainer, inputs)
     finally:
-        del trainer._calculate_rewards
         trainer.model.train(was_training)
     stops = stop_ids(trainer.model, trainer.processing_class)
     out.iterations, out.budget = _iterations(trainer), max_new_tokens
-    for completions, ids, scores in seen:
+    for completions, ids, scores in seen.batches:
         out.completions += [list(c) for c in completions]
         out.completion_ids += [list(x) for x in ids]
         out.cut += [cut_short(list(x), stops) for x in ids]
@@ -246,7 +268,7 @@ def sampler(recipe, model, tokenizer, rows: list[dict], scratch):
         args=trainer.make_config({**kwargs, "save_total_limit": None}),
         train_dataset=Dataset.from_list([dict(r) for r in rows]),
         tokenizer=tokenizer,
-        skip_zero_advantage=False,
+        behaviours=[DroppedResults()] if recipe.tools or recipe.environment else [],
         tools=recipe.tools or None,
         environment_factory=recipe.environment_factory,
     )

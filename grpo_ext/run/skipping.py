@@ -17,8 +17,10 @@ reaches every row), ``top_entropy_quantile`` below 1 (a quantile over the micro-
 auxiliary loss, Liger's fused loss (TRL before 1.13), images, a loss type not in the table, and several processes (TRL gathers
 per-row metrics across them, which needs the same number of rows on each). Trailing padding that only
 skipped rows used is cut off too: a causal model's logits for earlier tokens do not depend on later columns.
+``SkipZeroAdvantage`` does it at the trainer's loss hook (a ``Behaviour``, ``run/trl_internals.py``).
 """
 
+from grpo_ext.run.trl_internals import Behaviour, Step, entropy_bonus
 from grpo_ext.settings import compat
 
 # loss_type -> how its normaliser counts: rows of the micro-batch, its tokens, or a count fixed for the batch
@@ -53,7 +55,7 @@ def blocker(trainer) -> str | None:
         return "beta > 0: the KL term reaches every row"
     if getattr(trainer, "loss_type", getattr(args, "loss_type", None)) not in NORMALISER:
         return f"loss_type {getattr(trainer, 'loss_type', None)!r} is not one whose normaliser is known"
-    if getattr(trainer, "_entropy_bonus_enabled", False):
+    if entropy_bonus(trainer):
         return "an entropy bonus reaches every row"
     if getattr(args, "top_entropy_quantile", 1.0) < 1.0:
         return "top_entropy_quantile < 1 masks by a quantile over every row"
@@ -107,8 +109,34 @@ def subset(inputs: dict, keep) -> dict:
     return out
 
 
+class SkipZeroAdvantage(Behaviour):
+    """``groups.skip_zero_advantage``: the loss of a training micro-batch leaves out its zero-advantage rows (scaled
+    as the table above says), unless a ``blocker`` keeps them all, logging the share left out as ``skipped_rows``."""
+
+    def __init__(self):
+        self.why: str | None = None  # the blocker, decided at the first loss: the settings do not change within a run
+        self.decided = False
+        self.learned: bool | None = None  # whether any micro-batch kept a row; None before the first
+
+    def on_loss(self, step: Step, model, inputs: dict, loss):
+        if not self.decided:
+            self.why, self.decided = blocker(step.trainer), True
+        keep = None if self.why else kept_rows(inputs)
+        self.learned = bool(self.learned) or keep is None or bool(keep.any())
+        rows = inputs["advantages"].size(0)
+        step.log("skipped_rows", 0.0 if keep is None else 1 - int(keep.sum()) / rows)
+        if keep is None:
+            return loss(inputs)
+        if not bool(keep.any()):
+            # nothing to learn from: a zero loss tied to the weights, so the backward pass runs and is empty
+            return sum(p.sum() for p in model.parameters() if p.requires_grad) * 0.0
+        factor = scale(step.trainer.loss_type, inputs, keep)
+        return loss(subset(inputs, keep)) * factor
+
+
 def learned_nothing(trainer) -> bool:
     """Whether every row of every micro-batch the trainer's loss saw had zero advantage and was left out, with no
     weight decay: the gradients were exactly zero, so Adam moved no weight and the model is the one it started from.
     False when rows were not left out (``groups.skip_zero_advantage`` off, or a ``blocker``), or nothing trained."""
-    return getattr(trainer, "_grpo_ext_learned", True) is False and not getattr(trainer.args, "weight_decay", 0.0)
+    skip = next((b for b in trainer.behaviours if isinstance(b, SkipZeroAdvantage)), None)
+    return skip is not None and skip.learned is False and not getattr(trainer.args, "weight_decay", 0.0)

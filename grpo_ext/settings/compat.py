@@ -522,24 +522,3 @@ def reward_columns(fn) -> tuple[str, ...]:
 def reward_kwargs(accepted: frozenset[str] | None, kwargs: dict) -> dict:
     """The keywords of a reward call that the reward accepts (see reward_params)."""
     return kwargs if accepted is None else {k: v for k, v in kwargs.items() if k in accepted}
-
-
-def sampled(trainer) -> dict | None:
-    """The generation batch a GRPOTrainer sampled last, as it keeps it for its own completion printing:
-    ``{"prompt": [...], "completion": [...], "rewards": {metric name: [...]}, "advantages": [...]}``, one entry per
-    completion in TRL's order (the num_generations of one prompt in a row), or None where the trainer keeps none.
-
-    TRL 0.19 keeps it in ``_textual_logs``, 0.20 and later in ``_logs``, on the main process gathered from all.
-    Up to 1.14 a prompt and a completion are decoded text (the prompt through its chat template); from 1.15 they
-    are what the data held and the model returned: a string, or chat messages. A shape other than these is read
-    as none, so that a TRL that moves it again loses the log, never the run."""
-    logs = next((found for name in ("_logs", "_textual_logs") if (found := getattr(trainer, name, None)) is not None), None)
-    try:
-        batch = {key: list(logs[key]) for key in ("prompt", "completion", "advantages")}
-        batch["rewards"] = {str(name): list(scores) for name, scores in logs["rewards"].items()}
-    except (TypeError, KeyError, AttributeError):
-        return None
-    n = len(batch["prompt"])
-    if any(len(batch[key]) != n for key in ("completion", "advantages")) or any(len(s) != n for s in batch["rewards"].values()):
-        return None
-    return batch

@@ -39,6 +39,7 @@ from grpo_ext.run import (
     launch,
     models,
     progress,
+    rollouts,
     rundir,
     sampling,
     skipping,
@@ -104,6 +105,20 @@ def check_data(recipe: Recipe) -> None:
         data.check_files(recipe["data"], recipe.base_dir)
     except RecipeError as exc:
         raise RecipeError(exc.problems, str(recipe.path) if recipe.path else None) from None
+
+
+def behaviours(recipe: Recipe) -> list:
+    """The GRPO behaviours TRL lacks that the recipe asks for, each a ``Behaviour`` the trainer calls at its hooks
+    (``run/trl_internals.py``), in the order it calls them."""
+    groups = recipe["groups"]
+    found = []
+    if groups["skip_zero_advantage"]:
+        found.append(skipping.SkipZeroAdvantage())
+    if groups["dynamic_sampling"]:
+        found.append(dynamic.DynamicSampling(groups["max_extra_rounds"]))
+    if recipe.tools or recipe.environment:
+        found.append(rollouts.DroppedResults())
+    return found
 
 
 def _prepare(recipe: Recipe, overwrite: bool, resume: bool | str, accept_changes: bool) -> rundir.Prepared:
@@ -372,8 +387,7 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         tokenizer=tokenizer,
         peft_config=models.lora_config(recipe["model"]),
         callbacks=own + list(callbacks or []),
-        skip_zero_advantage=recipe["groups"]["skip_zero_advantage"],
-        dynamic_sampling=recipe["groups"]["max_extra_rounds"] if recipe["groups"]["dynamic_sampling"] else None,
+        behaviours=behaviours(recipe),
         tools=recipe.tools or None,
         environment_factory=recipe.environment_factory,
     )

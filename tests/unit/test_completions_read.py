@@ -123,31 +123,3 @@ def test_doctor_samples_says_what_it_found(content, steps, flags, code, message,
     out, err = capsys.readouterr()
     assert message in (out if code == 0 else err)
     assert code == 0 or out == ""
-
-
-class Trainer:
-    """A stand-in holding only what a GRPOTrainer keeps of its last batch, under the attribute its TRL uses."""
-
-    def __init__(self, **attributes):
-        self.__dict__.update(attributes)
-
-
-BATCH = {"prompt": ["p", "p"], "completion": ["1", "x"], "rewards": {"digit_exact": [1.0, 0.0]}, "advantages": [0.7, -0.7]}
-SAMPLED_CASES = [
-    # TRL 0.20 and later
-    (Trainer(_logs={**BATCH, "images": [], "extra": {}}), BATCH),
-    # TRL 0.19
-    (Trainer(_textual_logs=BATCH), BATCH),
-    # a TRL that keeps no batch: no log, and the run goes on
-    (Trainer(), None),
-    # a shape moved again: a reward's scores that do not line up with the completions are not guessed at
-    (Trainer(_logs={**BATCH, "rewards": {"digit_exact": [1.0]}}), None),
-    (Trainer(_logs={"prompt": ["p"], "completion": ["1"]}), None),
-]
-
-
-@pytest.mark.parametrize(("trainer", "expected"), SAMPLED_CASES)
-def test_sampled_reads_the_batch_where_trl_keeps_it(trainer, expected):
-    from grpo_ext.settings import compat
-
-    assert compat.sampled(trainer) == expected

@@ -349,19 +349,16 @@ def test_training_counts_the_results_trl_dropped_over_a_step():
     import collections
     import types
 
-    from grpo_ext.run import trainer
+    from grpo_ext.run.trl_internals import Step
 
-    fake = types.SimpleNamespace(
-        accelerator=Gathered(),
-        max_tool_calling_iterations=1,
-        model=types.SimpleNamespace(training=True),
-        _metrics={"train": collections.defaultdict(list)},
-    )
-    trainer.count_dropped(fake, [DROPPED, DROPPED, CALLED, PLAIN])
-    trainer.count_dropped(fake, [DROPPED, AGAIN])  # a second generation batch in the step; AGAIN's call never ran
-    metrics = fake._metrics["train"]
-    assert metrics["tools/dropped_results"] == [3]
-    assert metrics["tools/dropped_frequency"] == [2 / 3, 1 / 2]
+    training = types.SimpleNamespace(training=True)
+    step = Step(types.SimpleNamespace(accelerator=Gathered(), max_tool_calling_iterations=1, model=training), metrics := {})
+    metrics["train"] = collections.defaultdict(list)
+    count = rollouts.DroppedResults()
+    count.on_rewards(step, [DROPPED, DROPPED, CALLED, PLAIN], [], None)
+    count.on_rewards(step, [DROPPED, AGAIN], [], None)  # a second generation batch in the step; AGAIN's call never ran
+    assert metrics["train"]["tools/dropped_results"] == [3]
+    assert metrics["train"]["tools/dropped_frequency"] == [2 / 3, 1 / 2]
 
 
 @pytest.mark.parametrize("module", [examples, environments, generators, report])

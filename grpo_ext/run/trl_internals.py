@@ -1,0 +1,251 @@
+"""The one module that names TRL's private internals, and the trainer that composes grpo_ext's GRPO behaviours.
+
+GRPOTrainer has no public hook for what grpo_ext adds to a GRPO step (row skipping, dynamic sampling, counting the
+tool results TRL drops, capturing the eval's conversations), so the trainer here (``trainer_class``) overrides two of
+its private methods and ``compute_loss``, and calls each ``Behaviour`` of its list at its hook. Every other module
+reaches TRL's internals through this one; ``tests/unit/test_trl_internals.py`` scans the package, the tests, the
+benchmarks and the scripts for a private name of TRL's used anywhere else, and checks that this table lists each one
+used here. A TRL release that moves one of them changes this module only (CONTRIBUTING.md, "Adding a TRL version").
+
+| GRPOTrainer's | what grpo_ext uses it for | read on TRL |
+|---|---|---|
+| `_calculate_rewards` | overridden: each behaviour's ``on_rewards`` sees its scores | 0.19.1 to 1.16.0 (1) |
+| `_generate_and_score_completions` | overridden: ``on_batch``; ``Step.generate``, ``sample_batch`` | 0.19.1 to 1.16.0 (1) |
+| `_metrics` | ``Step.log``, ``Step.tally``, ``logged``, ``forget_eval_metrics`` | 0.19.1 to 1.16.0 (2) |
+| `_logs` | ``sampled``: the last generation batch, for ``completions.jsonl`` | 0.20.0 to 1.16.0 (3) |
+| `_textual_logs` | ``sampled`` on TRL 0.19 | 0.19.1 (0.20.0 renamed it) |
+| `_entropy_bonus_enabled` | ``entropy_bonus``: row skipping keeps every row when there is one | 1.8.0 to 1.16.0 (4) |
+| `_generate_single_turn` | ``scripted_replies``: tests script the model's replies | 1.0.0 to 1.16.0 (5) |
+| `_tool_call_loop` | not called: ``rewards.tool_use.unanswered`` counts what it dropped | 0.26.2 to 1.16.0 (6) |
+| `_get_per_token_logps_and_entropies` | ``STEP_PHASES``: ``benchmarks/contestants.py`` times it | 0.20.0 to 1.16.0 (7) |
+| `_compute_loss` | ``STEP_PHASES``, as above | 0.19.1 to 1.16.0 |
+
+"Read on" a range: the source of each release in it that was read, which is every ``MATRIX`` row of
+``scripts/compat_matrix.py`` (0.19.1, 0.20.0, 0.22.2, 0.24.0, 0.26.2, 0.28.0, 0.29.1, 1.0.0, 1.8.0, 1.16.0) and
+0.21.0, 0.23.1, 0.25.1, 0.27.2, 1.4.0, 1.9.0, 1.11.0, 1.13.0, 1.14.0 and 1.15.0.
+
+1. The same on each: ``_calculate_rewards(inputs, prompts, completions, completion_ids_list)`` returns every
+   process's rows gathered, a column a reward function, NaN for a None score; ``_generate_and_score_completions(inputs)``
+   takes dataset rows, each prompt once per completion, and returns the scored batch.
+2. ``{"train": defaultdict(list), "eval": defaultdict(list)}`` on each; TRL logs the mean of a name's entries at the
+   step, then clears them.
+3. Up to 1.14 the prompt and the completion are decoded text; from 1.15 what the data held and the model returned.
+4. Before 1.8.0 there is none (read on 0.19.1, 0.22.2, 0.26.2, 0.29.1 and 1.0.0 to 1.7.0), nor an entropy bonus:
+   read as off.
+5. ``(prompt_ids, images, multimodal_fields)``, returning ``(completion_ids, logprobs)``, from 1.0.0; 1.11.0 to 1.14.0
+   add ``has_tool_images``, 1.15.0 and 1.16.0 ``num_generations`` too (both passed over). 0.29.1 returns three values,
+   and 0.24.0 to 0.28.0 take prompts and return four: ``scripted_replies`` refuses a TRL before 1.0.
+6. Read on 0.26.2, 0.27.2, 0.28.0, 0.29.1, 1.0.0 to 1.4.0, 1.8.0, 1.9.0, 1.11.0, 1.13.0 to 1.16.0. From 1.2.0 it rolls
+   back results that would pass ``max_completion_length`` (before, only those past the model's context, cut there);
+   it stops at ``max_tool_calling_iterations`` from 0.27.0.
+7. 0.19.1 has ``_get_per_token_logps`` in its place.
+
+TRL is imported inside the functions that need it, so that this module loads without torch.
+"""
+
+import contextlib
+import functools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from grpo_ext.core.errors import RunError
+from grpo_ext.settings import compat
+
+# GRPOTrainer's methods the trainer below overrides to call the behaviours' hooks (its third is compute_loss, public).
+HOOKED = ("_calculate_rewards", "_generate_and_score_completions")
+
+# The methods that make up a GRPO step, by the phase a profile names them (benchmarks/contestants.py times them).
+STEP_PHASES = [
+    ("_generate_single_turn", "generation"),
+    ("_calculate_rewards", "rewards"),
+    ("_get_per_token_logps_and_entropies", "forward"),
+    ("_compute_loss", "loss"),
+]
+
+
+@dataclass
+class Step:
+    """What a behaviour reaches of the trainer at a hook: the trainer (its public attributes), the step's metrics
+    (TRL's lists, one a mode and a name), and TRL's generation of more rows."""
+
+    trainer: Any
+    metrics: dict  # "train" | "eval" -> metric name -> the step's entries; TRL logs their mean
+    generate: Callable[[list[dict]], dict] | None = None  # TRL's generation and scoring of rows, see Trainer below
+
+    @property
+    def training(self) -> bool:
+        """Whether the trainer is training (else it samples for an eval or the pre-flight)."""
+        return self.trainer.model.training
+
+    def entries(self, name: str) -> list:
+        """The step's entries of a metric, in training's metrics or the eval's."""
+        return self.metrics["train" if self.training else "eval"][name]
+
+    def log(self, name: str, value: float) -> None:
+        """One more entry of a metric: TRL logs the mean of a step's entries."""
+        self.entries(name).append(value)
+
+    def tally(self, name: str, value: float) -> None:
+        """Add ``value`` to a count over the whole step: one entry, summed into, since TRL would average several."""
+        entries = self.entries(name)
+        entries[:] = [(entries[0] if entries else 0) + value]
+
+
+class Behaviour(Protocol):
+    """A GRPO behaviour TRL lacks: the trainer calls each hook of each behaviour in its list, in the list's order
+    (``make``). A behaviour subclasses this and overrides the hooks it needs; the others pass through."""
+
+    def on_rewards(self, step: Step, completions: list, completion_ids: list, scores) -> None:
+        """After TRL scored a generation batch, in training and in eval sampling, and for each batch of
+        ``Step.generate``: ``completions`` and ``completion_ids`` are this process's, ``scores`` every process's rows
+        (a tensor, rows x reward functions, NaN for a None score)."""
+
+    def on_batch(self, step: Step, batch: dict) -> dict:
+        """The generation batch TRL built (scored, advantages computed), in training and in eval sampling: returns
+        the batch to go on with, this one or one with the same keys."""
+        return batch
+
+    def on_loss(self, step: Step, model, inputs: dict, loss: Callable[[dict], Any]):
+        """The loss of a training micro-batch: ``loss(inputs)`` is TRL's (through the behaviours after this one in
+        the list); returns the loss to train on."""
+        return loss(inputs)
+
+
+@functools.cache
+def trainer_class():
+    """GRPOTrainer with the behaviours of ``trainer.behaviours`` called at their hooks (imports TRL)."""
+    from trl import GRPOTrainer
+
+    class Trainer(GRPOTrainer):
+        behaviours: list | tuple = ()  # each instance's own list, set by ``make``; none while TRL's __init__ runs
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            def trl(batch):
+                return super(Trainer, self).compute_loss(model, batch, return_outputs, num_items_in_batch)
+
+            if return_outputs or not self.model.training:
+                return trl(inputs)
+            step, loss = _step(self), trl
+            for behaviour in reversed(self.behaviours):
+                loss = functools.partial(_hooked_loss, behaviour, step, model, loss)
+            return loss(inputs)
+
+        def _calculate_rewards(self, inputs, prompts, completions, completion_ids_list):
+            scores = super()._calculate_rewards(inputs, prompts, completions, completion_ids_list)
+            step = _step(self)
+            for behaviour in list(self.behaviours):
+                behaviour.on_rewards(step, completions, completion_ids_list, scores)
+            return scores
+
+        def _generate_and_score_completions(self, inputs):
+            batch = super()._generate_and_score_completions(inputs)
+            step = _step(self)
+            for behaviour in list(self.behaviours):
+                batch = behaviour.on_batch(step, batch)
+            return batch
+
+    return Trainer
+
+
+def _step(trainer) -> Step:
+    """The trainer's metrics, and TRL's own generation (past the behaviours' ``on_batch``), for a hook."""
+    return Step(trainer, trainer._metrics, functools.partial(_trl_generation, trainer))
+
+
+def _trl_generation(trainer, rows: list[dict]) -> dict:
+    return super(trainer_class(), trainer)._generate_and_score_completions(rows)
+
+
+def _hooked_loss(behaviour: Behaviour, step: Step, model, inner: Callable[[dict], Any], inputs: dict):
+    return behaviour.on_loss(step, model, inputs, inner)
+
+
+def make(kwargs: dict, behaviours: list[Behaviour]):
+    """The trainer of ``trainer_class`` built from GRPOTrainer's keyword arguments, calling ``behaviours``; on a TRL
+    that lacks a method the hooks are called from, a behaviour is refused in one line, never left uncalled."""
+    missing = [name for name in HOOKED if not hasattr(trainer_class().__base__, name)]
+    if behaviours and missing:
+        newest = max(compat.tables())
+        raise RunError(
+            f"trl {compat.trl_version()}: GRPOTrainer has no {missing[0]}, where grpo_ext calls "
+            f"{type(behaviours[0]).__name__}; install a tested TRL: pip install 'trl>={compat.MIN_TRL},<={newest}'"
+        )
+    trainer = trainer_class()(**kwargs)
+    trainer.behaviours = list(behaviours)
+    return trainer
+
+
+@contextlib.contextmanager
+def behaving(trainer, behaviour: Behaviour) -> Iterator[None]:
+    """For the length of the block, ``behaviour`` is called last of the trainer's behaviours."""
+    trainer.behaviours.append(behaviour)
+    try:
+        yield
+    finally:
+        trainer.behaviours.remove(behaviour)
+
+
+def sample_batch(trainer, rows: list[dict]) -> dict:
+    """TRL's generation and scoring of ``rows`` (each prompt once per completion) as a generation batch, the
+    behaviours' hooks called: in eval mode, the tool loop's conversations for an eval."""
+    return trainer._generate_and_score_completions(rows)
+
+
+def forget_eval_metrics(trainer) -> None:
+    """Clear what TRL logged of eval sampling: those samples are not training's."""
+    trainer._metrics["eval"].clear()
+
+
+def logged(trainer, name: str, mode: str = "train") -> list:
+    """The entries of a metric the current step has logged so far (``Step.log``, or TRL's own)."""
+    return list(trainer._metrics[mode].get(name, []))
+
+
+def entropy_bonus(trainer) -> bool:
+    """Whether the trainer's loss has an entropy bonus (TRL 1.8 and later have one)."""
+    return bool(getattr(trainer, "_entropy_bonus_enabled", False))
+
+
+def sampled(trainer) -> dict | None:
+    """The generation batch a GRPOTrainer sampled last, as it keeps it for its own completion printing:
+    ``{"prompt": [...], "completion": [...], "rewards": {metric name: [...]}, "advantages": [...]}``, one entry per
+    completion in TRL's order (the num_generations of one prompt in a row), or None where the trainer keeps none.
+
+    TRL 0.19 keeps it in ``_textual_logs``, 0.20 and later in ``_logs``, on the main process gathered from all.
+    Up to 1.14 a prompt and a completion are decoded text (the prompt through its chat template); from 1.15 they
+    are what the data held and the model returned: a string, or chat messages. A shape other than these is read
+    as none, so that a TRL that moves it again loses the log, never the run."""
+    logs = next((found for name in ("_logs", "_textual_logs") if (found := getattr(trainer, name, None)) is not None), None)
+    try:
+        batch = {key: list(logs[key]) for key in ("prompt", "completion", "advantages")}
+        batch["rewards"] = {str(name): list(scores) for name, scores in logs["rewards"].items()}
+    except (TypeError, KeyError, AttributeError):
+        return None
+    n = len(batch["prompt"])
+    if any(len(batch[key]) != n for key in ("completion", "advantages")) or any(len(s) != n for s in batch["rewards"].values()):
+        return None
+    return batch
+
+
+@contextlib.contextmanager
+def scripted_replies(policy: Callable[[str], str]) -> Iterator[None]:
+    """For the length of the block, every GRPOTrainer's model replies by ``policy``: given the prompt so far as text
+    (the chat template's, with the tool results TRL added), it returns the reply as text, its end token included,
+    which the tokenizer encodes. TRL's tool loop, chat template and parser, the tools and the rewards stay real: the
+    tests' stand-in for a model that has learned a task. Needs TRL 1.0 or later (see the table above)."""
+    from trl import GRPOTrainer
+
+    if not compat.trl_at_least("1.0"):
+        raise RuntimeError(f"scripted replies need trl>=1.0 (generation from token ids); trl {compat.trl_version()} is here")
+
+    def generate(self, prompt_ids, *args, **kwargs):
+        tokenizer = self.processing_class
+        return [tokenizer.encode(policy(tokenizer.decode(ids)), add_special_tokens=False) for ids in prompt_ids], None
+
+    real = GRPOTrainer.__dict__["_generate_single_turn"]
+    GRPOTrainer._generate_single_turn = generate
+    try:
+        yield
+    finally:
+        GRPOTrainer._generate_single_turn = real

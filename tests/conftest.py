@@ -91,3 +91,16 @@ def installed(tmp_path, monkeypatch):
         monkeypatch.syspath_prepend(str(root))
 
     return install
+
+
+@pytest.fixture
+def scripted_model():
+    """``scripted_model(policy)``: for the rest of the test, every trainer's model replies by ``policy``, a function
+    from the prompt so far (text, the tool results in it) to the reply (text, its end token included); TRL's tool
+    loop, the chat template, the parser, the tools and the rewards stay real (``run/trl_internals.scripted_replies``)."""
+    import contextlib
+
+    from grpo_ext.run import trl_internals
+
+    with contextlib.ExitStack() as stack:
+        yield lambda policy: stack.enter_context(trl_internals.scripted_replies(policy))

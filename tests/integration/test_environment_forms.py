@@ -1,5 +1,5 @@
-"""Environments in the forms TRL takes them, trained on the tiny ChatML model under a scripted policy (the trainer's
-single-turn generation replaced; the chat template, TRL's parser, its tool loop and the environment are real):
+"""Environments in the forms TRL takes them, trained on the tiny ChatML model under a scripted policy (``scripted_model``;
+the chat template, TRL's parser, its tool loop and the environment are real):
 constructor arguments (``environment: {name:, args:}``), a ``reset`` whose text is added to the prompt, async tool
 methods, an async ``get_reward`` and an async tool, and an environment that writes every prompt itself (the data
 section names no training rows). The policy wins only if it read the word that reset added to the prompt, and only
@@ -64,23 +64,19 @@ def call(name: str, **arguments) -> str:
     return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
 
 
-def word_player(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+def word_player(prompt: str) -> str:
     """Reads the word reset added to the prompt, shouts it (the async tool), guesses it (the async method), then
     stops once told right."""
-    tokenizer = self.processing_class
-    out = []
-    for ids in prompt_ids:
-        text = tokenizer.decode(ids).rsplit("My word is ", 1)  # the game's prompt, then its turns (results as user turns)
-        word = re.match(r"(\w+)\.", text[-1]) if len(text) == 2 else None
-        answers = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", text[-1], re.S)
-        if word is None or (answers and answers[-1] == "right"):
-            reply = "Done."
-        elif not answers:
-            reply = call("shout", text=word.group(1))
-        else:
-            reply = call("guess", word=word.group(1))
-        out.append(tokenizer.encode(reply + "<|im_end|>", add_special_tokens=False))
-    return out, None
+    text = prompt.rsplit("My word is ", 1)  # the game's prompt, then its turns (results as user turns)
+    word = re.match(r"(\w+)\.", text[-1]) if len(text) == 2 else None
+    answers = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", text[-1], re.S)
+    if word is None or (answers and answers[-1] == "right"):
+        reply = "Done."
+    elif not answers:
+        reply = call("shout", text=word.group(1))
+    else:
+        reply = call("guess", word=word.group(1))
+    return reply + "<|im_end|>"
 
 
 @pytest.fixture(scope="module")
@@ -120,10 +116,8 @@ def trained(tmp_path, doc: dict) -> dict:
     return json.loads((tmp_path / "run" / "summary.json").read_text())
 
 
-def test_args_a_reset_observation_and_async_methods(tmp_path, chatml_model, no_hub, monkeypatch):
-    from trl import GRPOTrainer
-
-    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", word_player)
+def test_args_a_reset_observation_and_async_methods(tmp_path, chatml_model, no_hub, scripted_model):
+    scripted_model(word_player)
     data = {"prompts": ["Find my word.", "Guess the word."], "eval_prompts": ["Play the word game."]}
     summary = trained(tmp_path, game_recipe(tmp_path, chatml_model, data))
     # every game won: the word came from args through reset's text in the prompt, the awaited tools answered,
@@ -137,10 +131,8 @@ def test_args_a_reset_observation_and_async_methods(tmp_path, chatml_model, no_h
     assert all(re.search(r"(Find|Guess) (my|the) word\. My word is (apple|river|stone)\.", r["prompt"]) for r in logged)
 
 
-def test_an_environment_that_writes_every_prompt(tmp_path, chatml_model, no_hub, monkeypatch, capsys):
-    from trl import GRPOTrainer
-
-    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", word_player)
+def test_an_environment_that_writes_every_prompt(tmp_path, chatml_model, no_hub, scripted_model, capsys):
+    scripted_model(word_player)
     doc = game_recipe(tmp_path, chatml_model, {"system_prompt": "Play the word game with your tools."})
     doc["eval"] = {"enabled": False}
     path = tmp_path / "recipe.yaml"

@@ -8,8 +8,8 @@ Task 1 gives the model a function of the user's (``mytools.py:lookup_capital``) 
 args, whose ``reset`` reads two columns of the rows and writes a board into the prompt; task 3 grades with
 ``llm_judge`` against a standard-library OpenAI-compatible server on localhost (as test_judge_said.py), which refuses
 any model name but its own and any path but ``/v1``; task 4 runs ``code_tests`` on five programming tasks, one of
-them stdin/stdout pairs. In tasks 1 and 2 a scripted policy stands in for the model (TRL's single-turn generation
-replaced; the template, TRL's parser and tool loop, the tools and the rewards are real), so the calls are made and
+them stdin/stdout pairs. In tasks 1 and 2 a scripted policy stands in for the model (``scripted_model``; the
+template, TRL's parser and tool loop, the tools and the rewards are real), so the calls are made and
 scored; tasks 3 and 4 train the tiny model as it is.
 """
 
@@ -229,41 +229,31 @@ TESTS_PY = "assert count_vowels('banana') == 3\nassert count_vowels('xyz') == 0\
 # --- the scripted policies -------------------------------------------------------------------------------------------
 
 
-def _reply(self, text: str) -> list[int]:
-    return self.processing_class.encode(text + "<|end|>", add_special_tokens=False)
-
-
 def _call(name: str, **arguments) -> str:
     return f"<tool_call>{json.dumps({'name': name, 'arguments': arguments})}</tool_call>"
 
 
-def capital_player(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+def capital_player(prompt: str) -> str:
     """Asked for a country's capital, it calls lookup_capital; once a result is back, it answers with it."""
-    out = []
-    for ids in prompt_ids:
-        turn = self.processing_class.decode(ids).rsplit("capital of ", 1)[-1]
-        result = re.findall(r"<tool_response>(.*?)</tool_response>", turn)
-        country = re.match(r"(\w+)\?", turn)
-        text = f"Answer: {result[-1]}" if result else _call("lookup_capital", country=country.group(1)) if country else "?"
-        out.append(_reply(self, text))
-    return out, None
+    turn = prompt.rsplit("capital of ", 1)[-1]
+    result = re.findall(r"<tool_response>(.*?)</tool_response>", turn)
+    country = re.match(r"(\w+)\?", turn)
+    text = f"Answer: {result[-1]}" if result else _call("lookup_capital", country=country.group(1)) if country else "?"
+    return text + "<|end|>"
 
 
-def word_player(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+def word_player(prompt: str) -> str:
     """Reads the hint reset wrote, asks for a letter the word lacks (one miss), then solves it; done when told right."""
-    out = []
-    for ids in prompt_ids:
-        turn = self.processing_class.decode(ids).rsplit("Hint: ", 1)[-1]
-        hint = next((h for h in WORDS.values() if turn.startswith(h)), None)
-        results = re.findall(r"<tool_response>(.*?)</tool_response>", turn)
-        if hint is None or "right" in results:
-            text = "Done."
-        elif not results:
-            text = _call("letter", char="z")
-        else:
-            text = _call("solve", word=next(w for w, h in WORDS.items() if h == hint))
-        out.append(_reply(self, text))
-    return out, None
+    turn = prompt.rsplit("Hint: ", 1)[-1]
+    hint = next((h for h in WORDS.values() if turn.startswith(h)), None)
+    results = re.findall(r"<tool_response>(.*?)</tool_response>", turn)
+    if hint is None or "right" in results:
+        text = "Done."
+    elif not results:
+        text = _call("letter", char="z")
+    else:
+        text = _call("solve", word=next(w for w, h in WORDS.items() if h == hint))
+    return text + "<|end|>"
 
 
 # --- a judge on localhost --------------------------------------------------------------------------------------------
@@ -444,11 +434,9 @@ needs_environment = pytest.mark.skipif(
 
 
 @needs_tools
-def test_task_1_a_tool_of_my_own(tmp_path, long_tiny, no_hub, monkeypatch, capsys):
-    from trl import GRPOTrainer
-
+def test_task_1_a_tool_of_my_own(tmp_path, long_tiny, no_hub, monkeypatch, scripted_model, capsys):
     monkeypatch.chdir(tmp_path)  # output_dir is relative, as a user writes it
-    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", capital_player)
+    scripted_model(capital_player)
     shown, summary = first_runs(capitals_task(tmp_path, long_tiny), capsys)
     assert "  lookup_capital(country: str): Find the capital city of a country." in shown
     assert "chat template: tools.jinja (model.chat_template)" in shown
@@ -463,11 +451,9 @@ def test_task_1_a_tool_of_my_own(tmp_path, long_tiny, no_hub, monkeypatch, capsy
 
 
 @needs_environment
-def test_task_2_an_environment_of_my_own(tmp_path, long_tiny, no_hub, monkeypatch, capsys):
-    from trl import GRPOTrainer
-
+def test_task_2_an_environment_of_my_own(tmp_path, long_tiny, no_hub, monkeypatch, scripted_model, capsys):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", word_player)
+    scripted_model(word_player)
     shown, summary = first_runs(words_task(tmp_path, long_tiny), capsys)
     assert "  letter(char: str): Ask whether a letter is in the word.\n  solve(word: str): Say the whole word." in shown
     # every game won after one miss: 1 - 1/(max_misses + 1) with the args' max_misses 4 (the default 6 gives 0.857);

@@ -106,10 +106,8 @@ def tool_model(tmp_path_factory):
 
 
 @pytest.mark.skipif(compat.tools_problem("tools") is not None, reason="tools need trl>=0.26, transformers>=5")
-def test_a_tool_recipe_plays_no_more_prompts_than_its_steps_train(tmp_path, tool_model, no_hub, monkeypatch, capsys):
-    from trl import GRPOTrainer
-
-    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", scripted(True))
+def test_a_tool_recipe_plays_no_more_prompts_than_its_steps_train(tmp_path, tool_model, no_hub, scripted_model, capsys):
+    scripted_model(scripted(True))
     doc = tool_recipe(tmp_path, tool_model)
     del doc["health"], doc["eval"]["max_prompts"]  # unset: scaled to the run, 1 step of 1 prompt (a group of 2)
     path = tmp_path / "recipe.yaml"

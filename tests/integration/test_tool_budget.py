@@ -2,8 +2,8 @@
 rolls its result back and ends the sample on the call, counting it as a call that worked. The pre-flight (its
 rollouts and the worked example of data.examples held against the budget), the progress line, report.md and
 ``grpo-ext doctor`` count the dropped results and name the budget; with room for the result nothing is dropped.
-A scripted policy stands in for the model (TRL's single-turn generation replaced; the chat template, TRL's parser
-and tool loop, the tool and the rewards are real)."""
+A scripted policy stands in for the model (``scripted_model``; the chat template, TRL's parser and tool loop, the
+tool and the rewards are real)."""
 
 import json
 import re
@@ -29,20 +29,14 @@ def facts(topic: str) -> str:
 CITIES = ["Paris", "Lyon", "Nice", "Lille"]
 
 
-def policy(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+def policy(prompt: str) -> str:
     """Asked to look a city up, it calls facts on it; after a result it answers with the result's first word."""
-    tokenizer = self.processing_class
-    out = []
-    for ids in prompt_ids:
-        turn = tokenizer.decode(ids).rsplit("<|im_start|>user", 1)[-1]
-        result = re.search(r"<tool_response>\n(.*?)\n</tool_response>", turn, re.S)
-        if result:
-            reply = f"Answer: {result.group(1).split()[0]}"
-        else:
-            city = re.search(r"Look up (\w+)\.", turn).group(1)
-            reply = "<tool_call>\n" + json.dumps({"name": "facts", "arguments": {"topic": city}}) + "\n</tool_call>"
-        out.append(tokenizer.encode(reply + "<|im_end|>", add_special_tokens=False))
-    return out, None
+    turn = prompt.rsplit("<|im_start|>user", 1)[-1]
+    result = re.search(r"<tool_response>\n(.*?)\n</tool_response>", turn, re.S)
+    if result:
+        return f"Answer: {result.group(1).split()[0]}<|im_end|>"
+    city = re.search(r"Look up (\w+)\.", turn).group(1)
+    return "<tool_call>\n" + json.dumps({"name": "facts", "arguments": {"topic": city}}) + "\n</tool_call><|im_end|>"
 
 
 @pytest.fixture(scope="module")
@@ -96,10 +90,8 @@ BUDGETS = [
 
 
 @pytest.mark.parametrize(("budget", "dropped"), BUDGETS)
-def test_results_trl_dropped_are_counted_and_named(budget, dropped, tmp_path, chatml_model, no_hub, monkeypatch, capsys):
-    from trl import GRPOTrainer
-
-    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", policy)
+def test_results_trl_dropped_are_counted_and_named(budget, dropped, tmp_path, chatml_model, no_hub, scripted_model, capsys):
+    scripted_model(policy)
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(facts_recipe(tmp_path, chatml_model, budget)))
     assert cli.main(["train", str(path)]) == 0

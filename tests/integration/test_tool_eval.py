@@ -1,5 +1,5 @@
 """The eval and the pre-flight of a recipe with tools sample whole conversations through TRL's tool loop, as
-training does: a scripted policy (the trainer's single-turn generation replaced, every other part real: the chat
+training does: a scripted policy (the model's replies scripted, ``scripted_model``; every other part real: the chat
 template, TRL's parser, the calculator, the rewards) that calls the calculator and answers with its result passes
 every eval sample, which a single-reply eval would fail; one that never calls it is named by the pre-flight. The
 run's summary.json and report.md say how the tools were used."""
@@ -25,26 +25,22 @@ HELD_OUT = [{"prompt": "What is 12 + 30?", "answer": "42"}, {"prompt": "What is 
 
 def scripted(calls: bool):
     """A policy that, asked 'What is A + B?', calls the calculator on 'A + B' (or, without ``calls``, guesses 0), and
-    after a tool result answers with it; its replies are tokenized as a model's would be, ending in <|im_end|>."""
+    after a tool result answers with it; each reply ends in <|im_end|>, as a model's would."""
 
-    def generate(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
-        tokenizer = self.processing_class
-        out = []
-        for ids in prompt_ids:
-            turn = tokenizer.decode(ids).rsplit("<|im_start|>user", 1)[-1]
-            result = re.search(r"<tool_response>\n(.*?)\n</tool_response>", turn, re.S)
-            question = re.search(r"What is (\d+ \+ \d+)\?", turn)
-            if result:
-                reply = f"Answer: {result.group(1)}"
-            elif calls and question:
-                call = json.dumps({"name": "calculator", "arguments": {"expression": question.group(1)}})
-                reply = f"<tool_call>\n{call}\n</tool_call>"
-            else:
-                reply = "Answer: 0"
-            out.append(tokenizer.encode(reply + "<|im_end|>", add_special_tokens=False))
-        return out, None
+    def reply(prompt: str) -> str:
+        turn = prompt.rsplit("<|im_start|>user", 1)[-1]
+        result = re.search(r"<tool_response>\n(.*?)\n</tool_response>", turn, re.S)
+        question = re.search(r"What is (\d+ \+ \d+)\?", turn)
+        if result:
+            text = f"Answer: {result.group(1)}"
+        elif calls and question:
+            call = json.dumps({"name": "calculator", "arguments": {"expression": question.group(1)}})
+            text = f"<tool_call>\n{call}\n</tool_call>"
+        else:
+            text = "Answer: 0"
+        return text + "<|im_end|>"
 
-    return generate
+    return reply
 
 
 @pytest.fixture(scope="module")
@@ -78,10 +74,8 @@ def tool_recipe(tmp_path, model) -> dict:
 
 
 @pytest.mark.parametrize("calls", [True, False])
-def test_eval_and_preflight_run_the_tool_loop(calls, tmp_path, chatml_model, no_hub, monkeypatch, capsys):
-    from trl import GRPOTrainer
-
-    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", scripted(calls))
+def test_eval_and_preflight_run_the_tool_loop(calls, tmp_path, chatml_model, no_hub, scripted_model, capsys):
+    scripted_model(scripted(calls))
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(tool_recipe(tmp_path, chatml_model)))
     assert cli.main(["train", str(path)]) == 0
@@ -105,23 +99,17 @@ def test_eval_and_preflight_run_the_tool_loop(calls, tmp_path, chatml_model, no_
         assert pre["findings"][-1]["rule"] == "preflight_tools_unused"
 
 
-def bisecting(self, prompt_ids, images, multimodal_fields, num_generations, has_tool_images=False):
+def bisecting(prompt: str) -> str:
     """A policy that plays the guessing game by halving the range after each answer, as a scripted model."""
-    tokenizer = self.processing_class
-    out = []
-    for ids in prompt_ids:
-        game = tokenizer.decode(ids).rsplit("I am thinking of", 1)[-1]
-        low, high = map(int, re.search(r"from (\d+) to (\d+)", game).groups())
-        guesses = [int(g) for g in re.findall(r'"number": (\d+)', game)]
-        answers = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", game, re.S)
-        for g, answer in zip(guesses, answers, strict=False):
-            low, high = (g + 1, high) if answer == "higher" else (low, g - 1) if answer == "lower" else (g, g)
-        if answers and answers[-1].startswith("right"):
-            reply = "Found it."
-        else:
-            reply = f"<tool_call>\n{json.dumps({'name': 'guess', 'arguments': {'number': (low + high) // 2}})}\n</tool_call>"
-        out.append(tokenizer.encode(reply + "<|im_end|>", add_special_tokens=False))
-    return out, None
+    game = prompt.rsplit("I am thinking of", 1)[-1]
+    low, high = map(int, re.search(r"from (\d+) to (\d+)", game).groups())
+    guesses = [int(g) for g in re.findall(r'"number": (\d+)', game)]
+    answers = re.findall(r"<tool_response>\n(.*?)\n</tool_response>", game, re.S)
+    for g, answer in zip(guesses, answers, strict=False):
+        low, high = (g + 1, high) if answer == "higher" else (low, g - 1) if answer == "lower" else (g, g)
+    if answers and answers[-1].startswith("right"):
+        return "Found it.<|im_end|>"
+    return f"<tool_call>\n{json.dumps({'name': 'guess', 'arguments': {'number': (low + high) // 2}})}\n</tool_call><|im_end|>"
 
 
 needs_environment = pytest.mark.skipif(
@@ -130,12 +118,10 @@ needs_environment = pytest.mark.skipif(
 
 
 @needs_environment
-def test_the_library_game_is_played_and_scored_by_its_reward(tmp_path, chatml_model, no_hub, monkeypatch, capsys):
+def test_the_library_game_is_played_and_scored_by_its_reward(tmp_path, chatml_model, no_hub, scripted_model, capsys):
     """``guess_number`` with ``data.source: guess`` and no reward but the game's own: a policy that halves the range
     wins every game within 4 guesses of 1 to 9, in the eval as in training."""
-    from trl import GRPOTrainer
-
-    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", bisecting)
+    scripted_model(bisecting)
     doc = tool_recipe(tmp_path, chatml_model)
     doc.pop("tools")
     doc["data"] = {"source": "guess", "source_args": {"train": 4, "held_out": 3}}
@@ -154,12 +140,10 @@ def test_the_library_game_is_played_and_scored_by_its_reward(tmp_path, chatml_mo
 
 
 @pytest.mark.parametrize("calls", [True, False])
-def test_grpo_ext_eval_plays_the_tool_loop(calls, tmp_path, chatml_model, no_hub, monkeypatch, capsys):
+def test_grpo_ext_eval_plays_the_tool_loop(calls, tmp_path, chatml_model, no_hub, scripted_model, capsys):
     """``grpo-ext eval`` of a tool recipe scores what the run's own eval scores: the policy that calls the calculator
     passes every sample, the one that guesses none; a single-reply eval would fail both alike."""
-    from trl import GRPOTrainer
-
-    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", scripted(calls))
+    scripted_model(scripted(calls))
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(tool_recipe(tmp_path, chatml_model)))
     scratch = set(Path(tempfile.gettempdir()).glob("grpo_ext_eval_*"))
@@ -173,10 +157,8 @@ def test_grpo_ext_eval_plays_the_tool_loop(calls, tmp_path, chatml_model, no_hub
     assert "tools: the model's ChatML template cannot show tools" in err  # the template the run trained with
 
 
-def test_the_checkpoint_sweep_plays_the_tool_loop(tmp_path, chatml_model, no_hub, monkeypatch):
-    from trl import GRPOTrainer
-
-    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", scripted(True))
+def test_the_checkpoint_sweep_plays_the_tool_loop(tmp_path, chatml_model, no_hub, scripted_model):
+    scripted_model(scripted(True))
     doc = tool_recipe(tmp_path, chatml_model)
     doc["training"].update(max_steps=2, save_strategy="steps", save_steps=1, save_total_limit=None)
     path = tmp_path / "recipe.yaml"
@@ -190,12 +172,10 @@ def test_the_checkpoint_sweep_plays_the_tool_loop(tmp_path, chatml_model, no_hub
 
 
 @pytest.mark.parametrize("calls", [True, False])
-def test_filter_plays_the_tool_loop(calls, tmp_path, chatml_model, no_hub, monkeypatch):
+def test_filter_plays_the_tool_loop(calls, tmp_path, chatml_model, no_hub, scripted_model):
     """filter judges each row by conversations played as training plays them: the policy that calls the calculator
     passes every row, the one that guesses none."""
-    from trl import GRPOTrainer
-
-    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", scripted(calls))
+    scripted_model(scripted(calls))
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(tool_recipe(tmp_path, chatml_model)))
     summary = pass_filter.filter_rows(str(path), k=2, keep="0:1", out=tmp_path / "kept.jsonl")
@@ -204,10 +184,8 @@ def test_filter_plays_the_tool_loop(calls, tmp_path, chatml_model, no_hub, monke
 
 
 @needs_environment
-def test_filter_reads_the_environments_reward(tmp_path, chatml_model, no_hub, monkeypatch):
-    from trl import GRPOTrainer
-
-    monkeypatch.setattr(GRPOTrainer, "_generate_single_turn", bisecting)
+def test_filter_reads_the_environments_reward(tmp_path, chatml_model, no_hub, scripted_model):
+    scripted_model(bisecting)
     doc = tool_recipe(tmp_path, chatml_model)
     doc.pop("tools")
     doc["data"] = {"source": "guess", "source_args": {"train": 3, "held_out": 2}}

@@ -47,10 +47,13 @@ MATRIX = [
     ("1.16.0", "5.25.0"),
 ]
 
-# The tests each row runs: the version shim and the GRPO variants, without a model and on the tiny one.
+# The tests each row runs: the version shim, TRL's internals behind their fence and the GRPO variants, without a model
+# and on the tiny one.
 TESTS = [
     "tests/unit/test_compat.py",
     "tests/integration/test_compat_training.py",
+    "tests/unit/test_trl_internals.py",
+    "tests/integration/test_behaviour_hooks.py",
     "tests/unit/test_algorithms.py",
     "tests/integration/test_algorithms_training.py",
 ]

@@ -19,20 +19,30 @@ From Python::
     grpo_ext.push("runs/digit", "me/digit-grpo", dry_run=True)            # what a push to the Hub would upload
     lines, healthy = grpo_ext.doctor("runs/digit")                        # a run's health findings and remedies
 
-Importing this package is cheap: torch, transformers and trl are imported only when a run needs them.
+Importing this package is cheap: each name above is imported when it is first used, and torch, transformers and trl
+only when a run needs them. ``grpo_ext.train`` is the function; ``python -m grpo_ext.train`` runs the command line's
+shim ``grpo_ext/train.py``, which is run, never imported.
 """
 
+import importlib
+
 from grpo_ext.core.errors import RecipeError, RunError
-from grpo_ext.recipe import Recipe
-from grpo_ext.recipe import load as load_recipe
-from grpo_ext.verbs.doctor import diagnose as doctor
-from grpo_ext.verbs.evaluate import evaluate_models as evaluate
-from grpo_ext.verbs.filter import filter_rows
-from grpo_ext.verbs.merge import merge
-from grpo_ext.verbs.plan import plan
-from grpo_ext.verbs.push import push
-from grpo_ext.verbs.sweep import sweep as evaluate_checkpoints
-from grpo_ext.verbs.train import dry_run, train
+
+# The API: each name, the module that holds it and its name there; imported on first use (PEP 562's __getattr__),
+# so that ``import grpo_ext``, and with it every command, loads no layer it does not use.
+_API: dict[str, tuple[str, str]] = {
+    "Recipe": ("grpo_ext.recipe", "Recipe"),
+    "load_recipe": ("grpo_ext.recipe", "load"),
+    "doctor": ("grpo_ext.verbs.doctor", "diagnose"),
+    "evaluate": ("grpo_ext.verbs.evaluate", "evaluate_models"),
+    "filter_rows": ("grpo_ext.verbs.filter", "filter_rows"),
+    "merge": ("grpo_ext.verbs.merge", "merge"),
+    "plan": ("grpo_ext.verbs.plan", "plan"),
+    "push": ("grpo_ext.verbs.push", "push"),
+    "evaluate_checkpoints": ("grpo_ext.verbs.sweep", "sweep"),
+    "dry_run": ("grpo_ext.verbs.train", "dry_run"),
+    "train": ("grpo_ext.verbs.train", "train"),
+}
 
 __version__ = "0.1.0"
 __all__ = [
@@ -50,3 +60,16 @@ __all__ = [
     "push",
     "train",
 ]
+
+
+def __getattr__(name: str):
+    """``grpo_ext.NAME`` for a name of the API: imported now, then kept as an attribute."""
+    if name not in _API:
+        raise AttributeError(f"module 'grpo_ext' has no attribute {name!r}")
+    module, attr = _API[name]
+    value = globals()[name] = getattr(importlib.import_module(module), attr)
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_API))

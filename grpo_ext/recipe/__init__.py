@@ -8,7 +8,7 @@ Imports ``rewards``, ``settings`` and ``core``.
 
 from grpo_ext.recipe.changes import RESUME_MAY_CHANGE, changed_keys
 from grpo_ext.recipe.load import load
-from grpo_ext.recipe.read import absolute_path, apply_overrides, locate, parse_override, read_yaml
+from grpo_ext.recipe.read import absolute_path, add_recipe_arguments, apply_overrides, locate, parse_override, read_yaml
 from grpo_ext.recipe.schema import MAX_RECIPE_BYTES, SCHEMA, TOP_LEVEL, Spec
 from grpo_ext.recipe.validate import EVAL_SOURCES, TRAIN_SOURCES, Recipe, held_out_size, validate
 
@@ -22,6 +22,7 @@ __all__ = [
     "Recipe",
     "Spec",
     "absolute_path",
+    "add_recipe_arguments",
     "apply_overrides",
     "changed_keys",
     "held_out_size",

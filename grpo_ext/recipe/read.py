@@ -129,3 +129,10 @@ def apply_overrides(doc: dict, overrides: list[str]) -> dict:
                 raise RecipeError(f"override {text!r}: index {last} is out of range (the list has {len(node)} items)")
         node[last] = value
     return doc
+
+
+def add_recipe_arguments(parser, overrides_help: str = "section.key=value overrides, e.g. training.max_steps=5") -> None:
+    """A command's RECIPE (a path or a shipped recipe's name, as ``locate`` finds it) and its ``key=value`` overrides,
+    as ``train``, ``eval``, ``filter`` and ``plan`` take them; ``overrides_help`` gives the command's own example."""
+    parser.add_argument("recipe", help="recipe file, or a shipped recipe's name (see `grpo-ext ls`)")
+    parser.add_argument("overrides", nargs="*", help=overrides_help)

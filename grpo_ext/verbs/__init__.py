@@ -1,2 +1,4 @@
-"""Layer 7, verbs: what a person runs, one module each: train, evaluate (``grpo-ext eval``), merge, push, filter, plan, doctor,
-sweep (``grpo-ext eval --checkpoints``). Imports every layer below."""
+"""Layer 7, verbs: what a person runs, one module per command (or per few close ones), each owning its parser
+(``add_parser``) beside the function it runs: train, validate, catalog (``ls``, ``cp``), library (``rewards``,
+``tools``), schema, algorithms, sweep (``eval``, both forms), filter, merge, push, plan, doctor; and evaluate, the
+Python API of ``eval``. Imports every layer below."""

@@ -25,6 +25,7 @@ from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.text import plural, shown
 from grpo_ext.core.values import kind_of
 from grpo_ext.core.yaml_io import load_yaml
+from grpo_ext.recipe import load
 from grpo_ext.results import watchdog
 from grpo_ext.run import completions, hardware, rundir
 from grpo_ext.settings import model_names
@@ -346,3 +347,39 @@ def environment(training: dict | None = None) -> tuple[list[str], list[str]]:
     problems = known_bad(versions, requires)
     zero3 = zero3_generation(training or {}, config)
     return lines, problems + ([zero3] if zero3 else [])
+
+
+def cmd_doctor(args) -> int:
+    """A run's health (exit 1 when not healthy) and with --samples its last completions, or with --env the facts a bug
+    report needs (exit 1 on a known-bad mix)."""
+    if args.env and args.samples is not None:
+        raise RecipeError("doctor: --samples reads a run directory; drop --env")
+    if args.env:
+        facts, problems = environment(load(args.target)["training"] if args.target else None)
+        for line in facts + [f"problem: {p}" for p in problems]:
+            print(line)
+        return 1 if problems else 0
+    if not args.target:
+        raise RecipeError("doctor: give a run directory (grpo-ext doctor runs/digit), or --env")
+    logged = samples(args.target, args.samples) if args.samples is not None else None  # a bad count: before any line
+    lines, healthy = diagnose(args.target)
+    print("\n".join(lines))
+    if logged is not None:
+        show_samples(*logged)
+    return 0 if healthy else 1
+
+
+def add_parser(subparsers) -> None:
+    """``grpo-ext doctor RUN_DIR [--samples [N]]`` and ``grpo-ext doctor --env [RECIPE]``."""
+    p = subparsers.add_parser("doctor", help="diagnose a run directory (exit 1 when not healthy); --env: facts for a bug report")
+    p.add_argument("target", nargs="?", help="a run directory; with --env, optionally a recipe whose settings to check too")
+    p.add_argument("--env", action="store_true", help="versions, devices, cache; known-bad combinations")
+    p.add_argument(
+        "--samples",
+        nargs="?",
+        type=int,
+        const=SAMPLES,
+        metavar="N",
+        help=f"also print the last N completions the run logged (completions.jsonl), default {SAMPLES}",
+    )
+    p.set_defaults(fn=cmd_doctor)

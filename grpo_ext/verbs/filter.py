@@ -36,7 +36,7 @@ from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import exists, refuse_to_replace, resolve_path, write_atomic
 from grpo_ext.core.text import plural, suggest
 from grpo_ext.data import datafiles
-from grpo_ext.recipe import Recipe, load
+from grpo_ext.recipe import Recipe, add_recipe_arguments, load
 from grpo_ext.results import plots, scoring
 from grpo_ext.run import chat_tools, data, hardware, models, rollouts, sampling
 from grpo_ext.settings.limits import MAX_BATCH
@@ -227,7 +227,8 @@ def score_rows(
     samples do not depend on how many rows an earlier run scored. With ``sampler`` (a recipe with tools or an
     environment) each sample is a conversation played through its tool loop and its scores are read off TRL's
     reward call; ``fn`` may then be the name of the environment's reward."""
-    threshold = s.pass_threshold if getattr(fn, "pass_threshold", None) is None else fn.pass_threshold
+    own = None if isinstance(fn, str) else fn.info.pass_threshold  # a guarded reward's, the recipe's over its own
+    threshold = s.pass_threshold if own is None else own
     per_batch = max(1, s.batch_size // s.samples)
     done = len(rows) - len(todo)
     with sampling.random_state_kept(), sampling.precision(model, s) if sampler is None else contextlib.nullcontext():
@@ -465,3 +466,41 @@ def summary_line(summary: dict) -> str:
         f"filter: {plural(summary['rows'], 'row')} scored{earlier}, {summary['kept']} kept "
         f"({summary['kept'] / summary['rows']:.0%}) with a pass rate in [{low:g}, {high:g}]{none}, {summary['seconds']} s"
     )
+
+
+def cmd_filter(args) -> None:
+    filter_rows(
+        args.recipe,
+        args.overrides,
+        model=args.model,
+        k=args.k,
+        keep=args.keep,
+        out=args.out,
+        reward=args.reward,
+        force=args.force,
+        verbose=args.verbose,
+    )
+
+
+def add_parser(subparsers) -> None:
+    """``grpo-ext filter RECIPE [--model M] [--k 8] [--keep 0.1:0.9] [--reward NAME] [--out FILE [--force]]``."""
+    p = subparsers.add_parser(
+        "filter",
+        help="sample each training prompt k times; keep the rows whose pass rate is in --keep (neither always nor never solved)",
+    )
+    add_recipe_arguments(p, "section.key=value overrides, e.g. data.source_args.train=64")
+    p.add_argument("--model", help="catalog alias, hub id, local path or run directory (default: the recipe's model.name)")
+    p.add_argument("--k", type=int, default=K, help=f"samples per prompt (default {K})")
+    low, high = KEEP
+    p.add_argument(
+        "--keep", default=f"{low}:{high}", metavar="LOW:HIGH", help=f"pass rates kept, both ends included (default {low}:{high})"
+    )
+    p.add_argument("--reward", help="the reward whose pass rate decides (default: the recipe's first)")
+    p.add_argument(
+        "--out",
+        help=f"the JSONL file of kept rows (default: NAME{SUFFIX} beside the data file, or here); the histogram "
+        "goes beside it as NAME.png, and NAME.progress.jsonl while it runs",
+    )
+    p.add_argument("--force", action="store_true", help="replace the --out file and its .png if they exist")
+    p.add_argument("--verbose", action="store_true", help="show third-party warnings and logs")
+    p.set_defaults(fn=cmd_filter)

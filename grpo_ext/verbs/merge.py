@@ -95,3 +95,17 @@ def merge(
             f"with {trained_answers[first]!r}; the merge is not faithful (8-bit bases compute differently)"
         )
     return dest
+
+
+def cmd_merge(args) -> None:
+    merge(args.run_dir, args.out, check=not args.no_check, force=args.force)
+
+
+def add_parser(subparsers) -> None:
+    """``grpo-ext merge RUN_DIR [--out DIR] [--force] [--no-check]``."""
+    p = subparsers.add_parser("merge", help="fold a LoRA run's adapter into its base; write a plain checkpoint")
+    p.add_argument("run_dir", help="the run directory (output_dir) of a run trained with model.lora")
+    p.add_argument("--out", help="the folder to write the merged model into (default: RUN_DIR/merged); new or empty")
+    p.add_argument("--force", action="store_true", help="write into an --out folder that is not empty")
+    p.add_argument("--no-check", action="store_true", help="skip comparing greedy answers on the eval prompts")
+    p.set_defaults(fn=cmd_merge)

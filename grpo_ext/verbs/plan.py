@@ -9,7 +9,7 @@ what to change when it does not fit.
 from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.text import suggest
-from grpo_ext.recipe import apply_overrides, load, locate, read_yaml, validate
+from grpo_ext.recipe import add_recipe_arguments, apply_overrides, load, locate, read_yaml, validate
 from grpo_ext.run import gpu_share, memory
 from grpo_ext.run.gpu_share import Launch
 from grpo_ext.settings import adapters, advice, compat, shapes, variants
@@ -160,3 +160,19 @@ def plan(
         except RecipeError:
             pass
     return False
+
+
+def cmd_plan(args) -> int:
+    fits = plan(args.recipe, args.overrides, args.gpu_memory, args.device, args.gpus, args.sharding)
+    return 1 if fits is False else 0
+
+
+def add_parser(subparsers) -> None:
+    """``grpo-ext plan RECIPE [key=value ...] [--gpu-memory 8GiB] [--device cpu|cuda] [--gpus N --sharding zero3]``."""
+    p = subparsers.add_parser("plan", help="estimate peak memory of a recipe; say what to change when it will not fit")
+    add_recipe_arguments(p, "section.key=value overrides, e.g. model.quantization=4bit")
+    p.add_argument("--gpu-memory", help="memory of one GPU, e.g. 8GiB; plans for that GPU (exit 1 when it will not fit)")
+    p.add_argument("--device", choices=["cpu", "cuda"], help="plan for this device (default: cuda with --gpu-memory, else cpu)")
+    p.add_argument("--gpus", type=int, default=1, help="processes (one per GPU) sharing the run (default 1)")
+    p.add_argument("--sharding", default="ddp", help="ddp (default), zero2, zero3 (DeepSpeed) or fsdp: what the processes split")
+    p.set_defaults(fn=cmd_plan)

@@ -305,3 +305,26 @@ def push(
         return upload
     url = _send(upload, token, token_env, f"Upload {run.resolve().name}, trained with grpo_ext", log)
     return replace(upload, url=url)
+
+
+def cmd_push(args) -> None:
+    upload = push(args.run_dir, args.repo_id, private=args.private, revision=args.revision, dry_run=args.dry_run)
+    if args.dry_run:
+        print("\n".join(upload.lines()))
+    else:
+        print(f"pushed {len(upload.files)} files to {args.repo_id}: {upload.url}")
+
+
+def add_parser(subparsers) -> None:
+    """``grpo-ext push RUN_DIR OWNER/NAME [--private] [--revision BRANCH] [--dry-run]``."""
+    p = subparsers.add_parser(
+        "push", help="publish a finished run's model (or LoRA adapter) on the Hugging Face Hub, with a card"
+    )
+    p.add_argument("run_dir", help="the run directory (output_dir) of a finished run; its final/ is uploaded")
+    p.add_argument("repo_id", help="the Hub model repo, OWNER/NAME (created if missing); token: HF_TOKEN or `hf auth login`")
+    p.add_argument("--private", action="store_true", help="create the repo private (an existing repo keeps its visibility)")
+    p.add_argument("--revision", metavar="BRANCH", help="the branch to commit to, created if missing (default: main)")
+    p.add_argument(
+        "--dry-run", action="store_true", help="write the card; list the files and the card's first lines; send nothing"
+    )
+    p.set_defaults(fn=cmd_push)

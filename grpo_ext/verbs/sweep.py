@@ -26,7 +26,7 @@ from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import refuse_to_replace, write_atomic
 from grpo_ext.core.text import plural
 from grpo_ext.core.yaml_io import load_yaml
-from grpo_ext.recipe import Recipe, load
+from grpo_ext.recipe import Recipe, add_recipe_arguments, load
 from grpo_ext.results import plots, report, scoring
 from grpo_ext.run import hardware, rundir, sampling
 from grpo_ext.verbs import evaluate
@@ -181,3 +181,42 @@ def sweep(
     plots.draw_eval_curve(curve["points"], dest / f"{CURVE}.png", f"{run_dir.name}: held-out pass rate")
     log(f"wrote {dest / (CURVE + '.json')}, {CURVE}.md and {CURVE}.png")
     return curve
+
+
+def cmd_eval(args) -> None:
+    """``grpo-ext eval``, both forms: models side by side (``evaluate``), or with --checkpoints a run's checkpoints."""
+    if args.checkpoints:
+        if len(args.model) != 1:
+            raise RecipeError("--checkpoints: give one --model, the run directory whose checkpoint-N to score")
+        sweep(args.recipe, args.model[0], args.overrides, out=args.out, force=args.force, verbose=args.verbose)
+        return
+    evaluate.evaluate_models(args.recipe, args.model, args.overrides, out=args.out, force=args.force, verbose=args.verbose)
+
+
+def add_parser(subparsers) -> None:
+    """``grpo-ext eval RECIPE --model A [--model B ...] [--checkpoints]``: this module's, as it runs both forms (it
+    imports ``evaluate``; ``evaluate`` cannot import it)."""
+    p = subparsers.add_parser("eval", help="score models side by side on a recipe's eval prompts with its rewards")
+    add_recipe_arguments(p, "section.key=value overrides, e.g. eval.samples=16")
+    p.add_argument(
+        "--model", action="append", required=True, help="catalog alias, hub id, local path, or run directory (repeat to compare)"
+    )
+    p.add_argument(
+        "--out",
+        help="folder for eval.json and eval.md (default: eval-NAME beside the recipe's output_dir); with --checkpoints, "
+        "for eval_curve.json, eval_curve.md and eval_curve.png (default: the run directory)",
+    )
+    p.add_argument(
+        "--force",
+        "--overwrite",
+        action="store_true",
+        dest="force",
+        help="replace those files if they exist (--overwrite: the older name)",
+    )
+    p.add_argument(
+        "--checkpoints",
+        action="store_true",
+        help="score every complete checkpoint-N of the one --model run directory; eval_curve.png there (or in --out)",
+    )
+    p.add_argument("--verbose", action="store_true", help="show third-party warnings and logs")
+    p.set_defaults(fn=cmd_eval)

@@ -26,7 +26,7 @@ from grpo_ext.core.files import os_problem, write_atomic
 from grpo_ext.core.text import plural
 from grpo_ext.core.yaml_io import load_yaml
 from grpo_ext.data import datafiles, examples, generators, mixture
-from grpo_ext.recipe import Recipe, agents, changed_keys, load, quick
+from grpo_ext.recipe import Recipe, add_recipe_arguments, agents, changed_keys, load, quick
 from grpo_ext.results import preflight, report, scoring, watchdog
 from grpo_ext.rewards import guard
 from grpo_ext.run import (
@@ -46,6 +46,7 @@ from grpo_ext.run import (
     trainer,
 )
 from grpo_ext.settings import adapters, advice, compat, model_names, variants
+from grpo_ext.verbs.validate import check_data  # the rows validate reads, read before a run
 
 
 def train(
@@ -78,9 +79,8 @@ def train(
         check_data(recipe)  # a bad row of a data file stops here, before output_dir
         recipe.build_rewards()  # so does a user's reward factory that refuses its args: it first runs here
         for reward in recipe.reward_funcs:  # a reward that is a service (a judge) answers once before the model loads
-            check = getattr(getattr(reward, "fn", reward), "preflight", None)
-            if callable(check):
-                check()
+            if reward.info.preflight is not None:
+                reward.info.preflight()
         resume = True if resume else (False if overwrite else recipe["resume"])  # --resume, or the recipe's resume
         prepared = launch.on_main_first(lambda: _prepare(recipe, overwrite, resume, accept_changes))
         summary = run(recipe, prepared, verbose, callbacks)
@@ -97,14 +97,6 @@ def recipe_for(recipe: str | Path | Recipe, overrides: list[str] | tuple = (), q
     if not quick_run:
         return recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
     return quick.again(recipe) if isinstance(recipe, Recipe) else quick.load(str(recipe), list(overrides))
-
-
-def check_data(recipe: Recipe) -> None:
-    """Read the recipe's local data files once, row by row; RecipeError names the first bad row's line."""
-    try:
-        data.check_files(recipe["data"], recipe.base_dir)
-    except RecipeError as exc:
-        raise RecipeError(exc.problems, str(recipe.path) if recipe.path else None) from None
 
 
 def behaviours(recipe: Recipe) -> list:
@@ -664,3 +656,38 @@ def run(recipe: Recipe, prepared: rundir.Prepared, verbose: bool = False, callba
     except Exception as exc:
         raise _failure(r.dir, exc, _stopped(r, "failed", f"{type(exc).__name__}: {exc}")) from exc
     return r.summary
+
+
+def cmd_train(args) -> None:
+    if args.dry_run:
+        dry_run(recipe_for(args.recipe, args.overrides, args.quick))
+        return
+    train(
+        args.recipe,
+        args.overrides,
+        overwrite=args.overwrite,
+        resume=args.resume,
+        verbose=args.verbose,
+        accept_changes=args.accept_changes,
+        quick=args.quick,
+    )
+
+
+def add_parser(subparsers) -> None:
+    """``grpo-ext train RECIPE [key=value ...] [--dry-run] [--quick] [--overwrite] [--resume] [--verbose]``."""
+    p = subparsers.add_parser("train", help="train from a recipe", description="Train a model with GRPO from a YAML recipe.")
+    add_recipe_arguments(p)
+    p.add_argument("--dry-run", action="store_true", help="validate, resolve, print the effective GRPOConfig; load no weights")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="a smoke test: 2 steps, an eval of 2 prompts x 2 samples, no final/, into OUTPUT_DIR-quick (its first "
+        "line lists each change; a key=value you give wins)",
+    )
+    p.add_argument("--overwrite", action="store_true", help="replace a previous run in output_dir")
+    p.add_argument(
+        "--resume", action="store_true", help="continue the unfinished run in output_dir from its last complete checkpoint"
+    )
+    p.add_argument("--accept-changes", action="store_true", help="with --resume: continue although the recipe differs (recorded)")
+    p.add_argument("--verbose", action="store_true", help="show third-party warnings and logs")
+    p.set_defaults(fn=cmd_train)

@@ -1,7 +1,9 @@
 """The package's layers, read from its own imports. Each folder of ``grpo_ext`` is one layer, and this table is the one
 list of them (CONTRIBUTING.md shows the tree): a module imports its own folder and the folders of lower layers,
 never a higher one nor another folder of its own layer; there is no import cycle; and every import of the
-package's own modules sits at the top of its file. A new module goes into the folder of its layer.
+package's own modules sits at the top of its file, but the front door's: it names the modules it imports when a
+command runs or an API name is first used in tables (``cli.COMMANDS``, ``_API``), read here as its imports. A new
+module goes into the folder of its layer.
 """
 
 import ast
@@ -64,8 +66,18 @@ def own_imports(tree: ast.Module) -> list[tuple[str, ast.AST, bool]]:
     return found
 
 
+def imports_by_name(tree: ast.Module) -> set[str]:
+    """The package's modules a front-door module imports when they are first needed: the strings in its tables
+    (``cli.COMMANDS``, ``grpo_ext.__init__``'s ``_API``) that name one."""
+    tables = [node for node in ast.walk(tree) if isinstance(node, ast.Dict)]
+    strings = {c.value for table in tables for c in ast.walk(table) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    return {s for s in strings if s.startswith("grpo_ext.") and is_module(s)}
+
+
 MODULES = {module_name(p): ast.parse(p.read_text(encoding="utf-8")) for p in sorted(PACKAGE.rglob("*.py"))}
 GRAPH = {name: {target for target, _, _ in own_imports(tree) if target != name} for name, tree in MODULES.items()}
+for name in [m for m in MODULES if folder(m) == ""]:  # the front door's by-name imports count as imports
+    GRAPH[name] |= imports_by_name(MODULES[name])
 
 
 def test_every_folder_is_a_layer():
@@ -81,9 +93,20 @@ def test_every_folder_opens_with_its_layer(name):
 
 
 def test_verbs_are_what_the_command_line_runs():
-    """Every module in verbs/ is a command the parser calls; a helper two verbs share belongs to a lower layer."""
+    """Every module in verbs/ owns a command (cli.COMMANDS names it) or holds a function of the API (evaluate: its
+    command is sweep's ``grpo-ext eval``); a helper two verbs share belongs to a lower layer."""
     verbs = {m for m in MODULES if folder(m) == "verbs" and m != "grpo_ext.verbs"}
-    assert verbs and verbs <= GRAPH["grpo_ext.cli"], f"not run by cli.py: {sorted(verbs - GRAPH['grpo_ext.cli'])}"
+    run = GRAPH["grpo_ext.cli"] | GRAPH["grpo_ext.__init__"]
+    assert verbs and verbs <= run, f"neither a command nor the API: {sorted(verbs - run)}"
+
+
+def test_each_command_module_owns_its_parser():
+    """A module cli.COMMANDS names adds its subcommands itself: ``add_parser(subparsers)``, beside what they run."""
+    owners = GRAPH["grpo_ext.cli"] - {t for t, _, _ in own_imports(MODULES["grpo_ext.cli"])}
+    assert owners, "cli.COMMANDS names no module"
+    defined = {m: {n.name for n in MODULES[m].body if isinstance(n, ast.FunctionDef)} for m in owners}
+    lacking = sorted(m for m in owners if "add_parser" not in defined[m])
+    assert not lacking, f"no add_parser(subparsers) in {lacking}"
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))

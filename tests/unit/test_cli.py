@@ -1,13 +1,19 @@
 """The catalog verbs as a new user meets them: ls, cp, validate, and the shipped recipes' headers (run in-process;
 the README's flow onto a tiny model and the front doors as commands: tests/integration/test_cli_runs.py)."""
 
+import argparse
+import importlib
 import re
+import sys
 
 import pytest
 import yaml
 
+import grpo_ext
 from grpo_ext import cli
 from grpo_ext.core import catalog
+from grpo_ext.verbs import sweep
+from grpo_ext.verbs import train as train_verb
 
 
 def test_ls_lists_recipes_rewards_and_models(capsys):
@@ -97,3 +103,45 @@ def test_train_overrides_before_and_after_flags(argv):
 def test_train_dry_run_with_override_after_flag(capsys):
     assert cli.main(["train", "digit", "--dry-run", "training.max_steps=3"]) == 0
     assert re.search(r"^  max_steps +3 +recipe", capsys.readouterr().out, re.MULTILINE)
+
+
+@pytest.mark.parametrize("name", list(cli.COMMANDS))
+def test_each_command_parses_alone_as_in_the_whole_parser(name):
+    """A command line is parsed by a parser that holds only its command's module (cli.COMMANDS): that command's help,
+    and so its parsing, is the one `grpo-ext --help` lists."""
+
+    def help_of(p, command: str) -> str:
+        (sub,) = [a for a in p._actions if isinstance(a, argparse._SubParsersAction)]
+        return sub.choices[command].format_help()
+
+    alone = cli.parser([name])
+    assert help_of(alone, name) == help_of(cli.parser(), name)
+    assert {c for c in cli.COMMANDS if cli.COMMANDS[c] == cli.COMMANDS[name]} == set(
+        next(a for a in alone._actions if isinstance(a, argparse._SubParsersAction)).choices
+    )  # the commands of that one module, no other
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["ls", "extra"], "usage: grpo-ext [-h]\n                {train,validate,ls,cp,"),  # the usage names every command
+        (["bogus"], "invalid choice: 'bogus' (choose from 'train', 'validate', 'ls', 'cp', 'rewards', 'tools', 'schema',"),
+    ],
+)
+def test_a_bad_command_line_is_answered_with_every_command(argv, message, capsys):
+    assert run_cli(argv) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_api_is_the_package_s_names():
+    """``grpo_ext.NAME`` for each name of ``__all__`` is the function or class it documents, imported on first use;
+    ``grpo_ext.train`` is the train function, and the ``python -m grpo_ext.train`` shim refuses to be imported in its
+    place (its one line names the call to use)."""
+    for name in grpo_ext.__all__:
+        assert getattr(grpo_ext, name) is not None and name in dir(grpo_ext)
+    assert grpo_ext.train is train_verb.train and grpo_ext.evaluate_checkpoints is sweep.sweep
+    with pytest.raises(ImportError, match=r"^grpo_ext.train is the command line \(python -m grpo_ext.train RECIPE\); from"):
+        importlib.import_module("grpo_ext.train")
+    assert grpo_ext.train is train_verb.train and "grpo_ext.train" not in sys.modules
+    with pytest.raises(AttributeError, match="has no attribute 'trian'"):
+        _ = grpo_ext.trian

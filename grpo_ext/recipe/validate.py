@@ -203,6 +203,7 @@ TRAIN_SOURCES = ("prompts", "file", "source", "hub")
 # placeholder rows when it is given no dataset, here also carrying data.system_prompt and data.examples
 ENVIRONMENT_ROWS = "data names none: each an empty prompt that reset adds to"
 EVAL_SOURCES = ("eval_prompts", "eval_file", "eval_split")  # and rows held out of the training rows
+COLUMN_KEYS = ("prompt_column", "hub_split", "source_args")  # what the rules on the rows' columns read of data:
 
 
 def _check_sources(
@@ -287,7 +288,7 @@ def _check_hold_out(d: dict, value, base_dir: Path) -> list[str]:
     """Rows held out of data.file must leave at least one generation batch of prompts to train on (a hub dataset's
     rows are counted when it loads)."""
     batch = _prompts_per_step(value)
-    if not datafiles.holds_out(d) or not d.get("file") or batch is None:
+    if not datafiles.holds_out(d) or not d.get("file") or batch is None or not {"eval_size", "eval_fraction"} <= set(d):
         return []
     try:
         path = datafiles.split_path(resolve_path(d["file"], base_dir), d["hub_split"], "data.hub_split")
@@ -328,7 +329,7 @@ def _check_data(
     if d.get("size") is not None:
         found.append("data.size: sizes a mixture of sources (data.mixture); leave it out for one source")
     problems.extend(found)
-    if found:
+    if found or any(key not in d for key in COLUMN_KEYS):  # a key refused by its own check: its line says so
         return {}
 
     def file_columns(key: str, split: tuple[str, str | None]) -> list[str] | None:
@@ -439,7 +440,7 @@ def _check_held(d: dict, eval_enabled: bool, base_dir: Path, found: list[str]) -
             "rows out of a source's training rows, set eval_size in that source"
         )
     held = mixture.held(d)
-    if held is None:
+    if held is None or "prompt_column" not in d:  # prompt_column refused by its own check: its line says so
         return {}
     before = len(found)
     _check_prompts(d.get("eval_prompts"), "data.eval_prompts", found, mappings=True)

@@ -78,3 +78,102 @@ def test_refused_data_key_read_by_the_column_rules(section, expected, digit_doc,
     with pytest.raises(RecipeError) as info:
         recipe.validate(digit_doc, tmp_path / "recipe.yaml")
     assert info.value.problems[0].startswith(expected), info.value.problems
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("not: [valid", "YAML syntax error at line"),  # syntax error names the line
+        ("- a list\n- not a mapping", "a recipe is a mapping of sections"),
+        ("", "a recipe is a mapping of sections"),  # empty document
+        ("just text", "a recipe is a mapping of sections"),
+    ],
+)
+def test_unreadable_recipe(text, expected, write_recipe, capsys, yaml_loader):
+    assert cli.main(["train", str(write_recipe(text))]) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_missing_recipe_file(capsys):
+    assert cli.main(["train", "no/such/recipe.yaml"]) == 2
+    assert "recipe file 'no/such/recipe.yaml' does not exist" in capsys.readouterr().err
+
+
+def test_unknown_shipped_name_suggests(capsys):
+    assert cli.main(["train", "digits"]) == 2
+    assert "did you mean 'digit'?" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "override,key,expected",
+    [
+        ("training.learning_rate=1e-5", ("training", "learning_rate"), 1e-5),  # YAML's 1e-5 is a string: coerced
+        ("training.max_steps=3", ("training", "max_steps"), 3),
+        ("seed=7", ("seed",), 7),
+        ("data.system_prompt=Be brief.", ("data", "system_prompt"), "Be brief."),
+        ("rewards.1.weight=0.5", ("rewards", 1, "weight"), 0.5),  # list index
+        ("eval.enabled=false", ("eval", "enabled"), False),
+    ],
+)
+def test_overrides(override, key, expected, yaml_loader):
+    r = recipe.load(str(ROOT / "recipes" / "digit.yaml"), [override])
+    node = r.data
+    for k in key:
+        node = node[k]
+    assert node == expected
+
+
+@pytest.mark.parametrize(
+    "override,expected",
+    [
+        ("training", "must look like section.key=value"),
+        ("=3", "must look like section.key=value"),
+        ("rewards.9.weight=1", "rewards.9 does not exist (the list has 2 items)"),
+        ("seed.x=1", "seed is int, not a section"),
+        ("training.bogus_key=1", "training.bogus_key: unknown GRPOConfig key"),
+    ],
+)
+def test_bad_overrides(override, expected, capsys):
+    assert cli.main(["train", "digit", override, "--dry-run"]) == 2
+    assert expected in capsys.readouterr().err
+
+
+def test_shipped_name_resolves():
+    assert recipe.locate("digit") == ROOT / "recipes" / "digit.yaml"
+
+
+def test_every_shipped_recipe_validates(yaml_loader):
+    shipped = catalog.shipped_recipes()
+    assert "digit" in shipped
+    for path in shipped.values():
+        recipe.load(str(path))
+
+
+@pytest.mark.parametrize(
+    "line, written, path, meaning",
+    [
+        ("  chat: auto", "  chat: on", ("data", "chat"), True),  # YAML 1.1: on/off/yes/no are booleans; chat takes one
+        ("  learning_rate: 3.0e-5", "  learning_rate: 1e-5", ("training", "learning_rate"), 1e-05),  # a string to YAML
+        ("seed: 0", "seed: 0x1F", ("seed",), 31),  # hexadecimal is an integer
+    ],
+)
+def test_hand_written_values_with_an_accepted_meaning(line, written, path, meaning, tmp_path, yaml_loader):
+    text = (ROOT / "recipes" / "digit.yaml").read_text()
+    edited = "\n".join(written if ln.startswith(line) else ln for ln in text.splitlines())
+    (tmp_path / "r.yaml").write_text(edited)
+    r = recipe.load(str(tmp_path / "r.yaml"))
+    value = r.data
+    for key in path:
+        value = value[key]
+    assert value == meaning and type(value) is type(meaning)
+
+
+def test_anchors_and_aliases_expand(tmp_path, yaml_loader):
+    """An alias repeats what its anchor names, as YAML defines: the eval prompts may reuse the training prompts."""
+    doc = (ROOT / "recipes" / "digit.yaml").read_text().replace("  prompts:", "  prompts: &shared", 1)
+    lines = doc.splitlines()
+    start = next(i for i, ln in enumerate(lines) if ln.startswith("  eval_prompts:"))
+    end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith("    -"))
+    (tmp_path / "r.yaml").write_text("\n".join([*lines[:start], "  eval_prompts: *shared", *lines[end:]]))
+    r = recipe.load(str(tmp_path / "r.yaml"))
+    assert r["data"]["eval_prompts"] == r["data"]["prompts"]

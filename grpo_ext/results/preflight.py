@@ -33,12 +33,9 @@ from grpo_ext.results.watchdog import (
     Finding,
     dropped_line,
 )
-from grpo_ext.rewards.judge import judge_of
+from grpo_ext.rewards import api
 from grpo_ext.run import rollouts, sampling
 from grpo_ext.settings import compat
-
-# a strict reward → the built-in partial-credit reward for its task
-PARTIAL_CREDIT = {"digit_exact": "digit_shaped", "math_accuracy": "math_closeness"}
 
 
 def _judged(score) -> bool:
@@ -85,10 +82,14 @@ def verdicts(
     seconds: dict[str, float],
     limits: dict | None = None,
     judges: frozenset[str] = frozenset(),
+    partial_credit: dict[str, str] | None = None,
 ):
     """(stats per reward and for the weighted ``total``, findings at step 0) from each reward's scores. ``judges``:
     the rewards that ask a judge model for a grade (``llm_judge``); one that gives every sample the same grade is
-    named as a judge that cannot tell them apart (its rubric, model or grade parsing), not as a strict reward."""
+    named as a judge that cannot tell them apart (its rubric, model or grade parsing), not as a strict reward.
+    ``partial_credit``: reward name → the reward that gives partial credit towards it, named in the remedy when the
+    reward alone gives no gradient (``marks``)."""
+    partial_credit = partial_credit or {}
     limits = {**LIMITS, **(limits or {})}
     stats = {name: reward_stats(scores, group, seconds.get(name)) for name, scores in per_reward.items()}
     total = reward_stats(_summed(per_reward, weights), group, None)
@@ -109,7 +110,7 @@ def verdicts(
         elif s["nan"]:
             say("preflight_nan", f"{name} returned NaN for {s['nan']} of {n} samples", "NaN reaches the loss", "return a number")
         elif s["zero_spread_groups"] == 1.0:
-            shaped = PARTIAL_CREDIT.get(name)
+            shaped = partial_credit.get(name)
             partial = f"a partial-credit reward ({shaped})" if shaped and shaped not in stats else "a partial-credit reward"
             scored = n - s["none"]
             on = f"all {n} samples" if scored == n else f"all {scored} samples it scored ({s['none']} of {n} None)"
@@ -143,7 +144,7 @@ def verdicts(
         f.rule in ("preflight_no_gradient", "preflight_none") and f.severity == "warning" for f in findings
     ):
         alone = next(iter(stats)) if len(stats) == 1 else None
-        shaped = PARTIAL_CREDIT.get(alone or "")
+        shaped = partial_credit.get(alone or "")
         say(
             "preflight_no_gradient",
             f"{'the summed reward' if alone is None else alone} has zero spread in {flat_share:.0%} of the groups: "
@@ -226,6 +227,14 @@ def budget_verdict(exchanges: list, budget: int) -> list[Finding]:
     ]
 
 
+def marks(reward_funcs: list) -> tuple[frozenset[str], dict[str, str]]:
+    """(the rewards that are judges, reward name → the reward that gives partial credit towards it), by metric name,
+    from what each reward declares (``said``, ``partial_credit``): ``verdicts``' ``judges`` and ``partial_credit``."""
+    infos = {fn.__name__: api.describe(fn) for fn in reward_funcs}
+    judges = frozenset(name for name, info in infos.items() if info.said is not None)
+    return judges, {name: info.partial_credit for name, info in infos.items() if info.partial_credit is not None}
+
+
 def sample_and_score(
     model, tokenizer, rows: list[dict], reward_funcs: list, weights: list[float], training: dict, s, *, chat: bool, limits: dict
 ):
@@ -247,8 +256,8 @@ def sample_and_score(
             started = time.monotonic()
             per_reward[fn.__name__] = list(fn(prompts=prompts, completions=flat, **extra))
             seconds[fn.__name__] = time.monotonic() - started
-    judges = frozenset(fn.__name__ for fn in reward_funcs if judge_of(fn))
-    stats, findings = verdicts(per_reward, weights, group, seconds, limits, judges)
+    judges, partial = marks(reward_funcs)
+    stats, findings = verdicts(per_reward, weights, group, seconds, limits, judges, partial)
     stops = rollouts.stop_ids(model, tokenizer)
     stats["cut"], cut = cut_verdict([rollouts.cut_short(x, stops) for per in ids for x in per], group, s.max_new_tokens, limits)
     return stats, findings + cut, round(time.monotonic() - t0, 1)
@@ -269,8 +278,10 @@ def sample_conversations(trainer, rows: list[dict], weights: list[float], traini
     with sampling.random_state_kept():
         sampled = sampling.play(trainer, rows, s)  # s.samples is the group: as_training set it
     names = list(sampled.scores)
-    judges = frozenset(fn.__name__ for fn in getattr(trainer, "reward_funcs", []) if judge_of(fn))
-    stats, findings = verdicts(sampled.scores, [*weights, *[1.0] * (len(names) - len(weights))], group, {}, limits, judges)
+    judges, partial = marks(getattr(trainer, "reward_funcs", []))
+    stats, findings = verdicts(
+        sampled.scores, [*weights, *[1.0] * (len(names) - len(weights))], group, {}, limits, judges, partial
+    )
     findings += budget_verdict(sorted(worked, key=lambda e: e.start), s.max_new_tokens)
     stats["tools"] = tools = sampled.tool_counts()
     limits = {**LIMITS, **(limits or {})}

@@ -5,10 +5,10 @@ chat prompts, strings otherwise), so an eval score means the same as a training 
 eval (temperature, completion length, samples, precision, pass threshold) are ``run.sampling.settings``'s.
 """
 
-import math
 import statistics
 
 from grpo_ext.results import evalstats
+from grpo_ext.rewards.api import RewardInfo, describe
 from grpo_ext.run import rollouts, sampling
 
 
@@ -65,14 +65,15 @@ def summarize(rows: list[dict], completions: list[list], flat_completions: list,
     result = {"rewards": {}, "prompts": len(rows), "samples": len(flat_completions)}
     sizes = [len(c) for c in completions]
     for name, (fn, scores) in scored.items():
-        own = threshold if getattr(fn, "pass_threshold", None) is None else fn.pass_threshold
+        info = describe(fn)  # fn None: an environment's get_reward, which declares nothing
+        own = threshold if info.pass_threshold is None else info.pass_threshold
         judged = [x for x in scores if x is not None]
         result["rewards"][name] = {
             "mean": round(statistics.fmean(judged), 4) if judged else None,
             "pass_rate": round(sum(x >= own for x in judged) / len(judged), 4) if judged else None,
             "judged": len(judged),
             "pass_threshold": own,
-            **_per_prompt_stats(fn, scores, flat_completions, sizes, own, pass_at),
+            **_per_prompt_stats(info, scores, flat_completions, sizes, own, pass_at),
         }
     result["examples"] = [
         {"prompt": row["prompt"] if isinstance(row["prompt"], str) else row["prompt"][-1]["content"], "completions": comps[:3]}
@@ -96,36 +97,23 @@ def score_rollouts(rows: list[dict], sampled: "rollouts.Rollouts", reward_funcs:
     return result
 
 
-def _per_prompt_stats(fn, scores: list, completions: list, sizes: list[int], threshold: float, pass_at: tuple) -> dict:
-    """Intervals, pass@k and maj@n of one reward's flat ``scores``, and the judged scores of each prompt."""
+def _per_prompt_stats(
+    info: RewardInfo, scores: list, completions: list, sizes: list[int], threshold: float, pass_at: tuple
+) -> dict:
+    """Intervals, pass@k and maj@n of one reward's flat ``scores`` (maj@n where it declares ``answer_of``), and the
+    judged scores of each prompt."""
     per_prompt, answers, start = [], [], 0
-    answer_of = getattr(getattr(fn, "fn", fn), "answer_of", None)  # a guarded reward keeps the original as .fn
+    answer_of = info.answer_of
     for size in sizes:
         chunk = range(start, start + size)
         per_prompt.append([scores[i] for i in chunk if scores[i] is not None])
         if answer_of is not None:
             answers.append([answer_of(completions[i]) for i in chunk if scores[i] is not None])
         start += size
-    stats = evalstats.summarize(per_prompt, threshold, list(pass_at), answers if answer_of is not None else None, score_range(fn))
+    stats = evalstats.summarize(
+        per_prompt, threshold, list(pass_at), answers if answer_of is not None else None, info.score_range
+    )
     return {**stats, "per_prompt": per_prompt}
-
-
-def score_range(fn) -> tuple[float, float] | None:
-    """The range a reward's scores stay in, where it says so with a ``score_range`` of (low, high) (the built-in
-    rewards that score 0 to 1 do); None where it does not, or says it in another form.
-
-    >>> def half(completions, **kwargs):
-    ...     return [0.5] * len(completions)
-    >>> half.score_range = (0, 1)
-    >>> score_range(half), score_range(print)
-    ((0.0, 1.0), None)
-    """
-    found = getattr(getattr(fn, "fn", fn), "score_range", None)  # a guarded reward keeps the original as .fn
-    if not isinstance(found, tuple) or len(found) != 2:
-        return None
-    if not all(isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) for x in found):
-        return None
-    return (float(found[0]), float(found[1])) if found[0] < found[1] else None
 
 
 def score_model(

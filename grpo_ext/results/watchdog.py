@@ -32,8 +32,10 @@ class Unhealthy(RunError):
 
 
 def pass_marks(reward_funcs: list) -> dict[str, float]:
-    """Reward name → the score at which a sample passes it, for the rewards that set their own."""
-    return {fn.__name__: fn.pass_threshold for fn in reward_funcs if getattr(fn, "pass_threshold", None) is not None}
+    """Reward name → the score at which a sample passes it, for the rewards that set their own (the recipe's
+    ``rewards[i].pass_threshold``, else what the reward declares)."""
+    infos = [fn.info for fn in reward_funcs]  # guarded rewards: guard.Guarded
+    return {info.name: info.pass_threshold for info in infos if info.pass_threshold is not None}
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,10 @@ column may hold one answer or a list of accepted ones (aliases).
 import re
 import unicodedata
 
+from grpo_ext.core.text import shown
+from grpo_ext.rewards.api import ReferenceReward, completion_text
 from grpo_ext.rewards.maths import final_answer
-from grpo_ext.rewards.registry import ReferenceReward, completion_text, register
+from grpo_ext.rewards.registry import register
 
 # "Answer: Paris", "Final answer - Paris", "The answer is Paris." (the last such line wins); a dash only with a space
 # after it, so that "the answer-key" is no answer line
@@ -82,6 +84,10 @@ class AnswerMatch(ReferenceReward):
         if found is None:
             return None
         return normalized(found) or None  # an answer of punctuation alone is no answer
+
+    def why_none(self, row: dict, index: int = 0) -> str:
+        """Why a completion of ``row`` scored None: the row has no reference text."""
+        return f"the {self.answer_column!r} column holds no reference text ({shown(row.get(self.answer_column), 40)})"
 
     def score(self, text: str, gold_value) -> float | None:
         golds = references(gold_value)

@@ -17,10 +17,16 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
+import yaml
+
 from grpo_ext import sandbox
-from grpo_ext.rewards.registry import UNIT, column, completion_text, register
+from grpo_ext.core.text import shown
+from grpo_ext.core.values import kind_of
+from grpo_ext.rewards.api import UNIT, column, completion_text
+from grpo_ext.rewards.registry import register
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)```", re.S)
+TEST_FORMS = "Python statements with top-level asserts, a list of such strings, or input/output pairs"
 
 
 def _defines(block: str) -> bool:
@@ -91,6 +97,32 @@ def cases_of(value) -> list[Case] | None:
     return None
 
 
+def _why_no_tests(value) -> str:
+    """What a tests cell holds that ``cases_of`` does not read."""
+    if not isinstance(value, str):
+        return f"a {kind_of(value)} {shown(value, 40)}; tests are {TEST_FORMS}"
+    if not value.strip():
+        return "an empty text"
+    try:
+        ast.parse(value)
+    except SyntaxError as exc:
+        return f"read as Python: SyntaxError at line {exc.lineno}: {exc.msg}"
+    if cases_of(_yaml(value)) is not None:  # pairs written out as text: the column holds a string, not a list
+        return (
+            "Python with no top-level assert, but the text of input/output pairs: give the pairs as a list, not as "
+            "text (in rewards score, --column-yaml tests=...)"
+        )
+    return "Python with no top-level assert; each top-level assert is one test case"
+
+
+def _yaml(text: str):
+    """``text`` read as YAML (JSON included), or None when it does not read."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+
+
 def _same_output(printed: str, expected: str) -> bool:
     def lines(text: str) -> list[str]:
         return [line.rstrip() for line in text.strip("\n").splitlines()]
@@ -122,6 +154,13 @@ class CodeTests:
         if case.expected is None:
             return result.status == "passed"
         return result.status == "passed" and _same_output(result.stdout, case.expected)
+
+    def why_none(self, row: dict, index: int = 0) -> str:
+        """Why a completion of ``row`` scored None: the row's tests do not read, or the sandbox could not run one."""
+        value = row.get(self.tests_column)
+        if cases_of(value) is not None:  # readable tests: its other None is a case the sandbox could not run
+            return "the sandbox could not run one of its test cases, so the row cannot be judged"
+        return f"the {self.tests_column!r} column holds no test this reward reads ({_why_no_tests(value)})"
 
     def __call__(self, completions, **kwargs) -> list[float | None]:
         rows = [cases_of(cell) for cell in column(kwargs, self.tests_column, "tests_column")]

@@ -2,7 +2,8 @@
 
 import re
 
-from grpo_ext.rewards.registry import UNIT, completion_text, register
+from grpo_ext.rewards.api import UNIT, completion_text
+from grpo_ext.rewards.registry import register
 
 _DIGIT = re.compile(r"[0-9]")
 
@@ -50,6 +51,7 @@ def digit_shaped(completions, **kwargs) -> list[float]:
 
 
 digit_exact.score_range = digit_shaped.score_range = UNIT
+digit_exact.partial_credit = "digit_shaped"  # the pre-flight names it where digit_exact alone gives no gradient
 
 
 def _is_single_digit(text: str) -> bool:

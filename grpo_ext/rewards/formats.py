@@ -2,7 +2,8 @@
 
 import re
 
-from grpo_ext.rewards.registry import UNIT, completion_text, named, register
+from grpo_ext.rewards.api import UNIT, completion_text, named
+from grpo_ext.rewards.registry import register
 
 _STRICT = re.compile(
     r"<think>\n(?:(?!</?think>|</?answer>).)*?\n</think>\n<answer>\n(?:(?!</?think>|</?answer>).)*?\n</answer>\n?", re.DOTALL
@@ -50,7 +51,7 @@ def _regex(completions, pattern: str, full: bool, **kwargs) -> list[float]:
     return [1.0 if match(completion_text(c)) else 0.0 for c in completions]
 
 
-@register("regex_match", factory=True)
+@register("regex_match", factory=True, example={"pattern": r"\d+"})
 def regex_match(pattern: str, full: bool = False, name: str = "regex_match"):
     """1.0 when the completion matches ``pattern`` (a Python regular expression; ``.`` matches newlines), else 0.0.
 

@@ -17,6 +17,7 @@ stack and ends the process with status 1.
 """
 
 import contextlib
+import dataclasses
 import faulthandler
 import math
 import numbers
@@ -27,7 +28,8 @@ import time
 
 from grpo_ext.core.errors import RunError
 from grpo_ext.core.text import listing, shown
-from grpo_ext.rewards.registry import REGISTRY, completion_text
+from grpo_ext.rewards.api import RewardInfo, completion_text, describe
+from grpo_ext.rewards.registry import REGISTRY
 from grpo_ext.settings import compat
 
 ON_ERROR = ("fail", "skip")  # rewards[i].on_error: stop the run, or score the sample None
@@ -188,7 +190,11 @@ class Guarded:
 
     ``where`` is the recipe key of the reward (``rewards[1]``), named in the fix each error suggests.
     A reward without ``**kwargs`` gets only the keywords it names, whatever this TRL version passes.
+    ``info``: what the reward declares (``api.RewardInfo``), read once, under the metric name ``name``, with
+    ``pass_threshold`` (the recipe's) over the reward's own.
     """
+
+    info: RewardInfo
 
     def __init__(
         self,
@@ -201,13 +207,14 @@ class Guarded:
         pass_threshold: float | None = None,
     ):
         self.fn = fn
+        declared = describe(fn)
         # the score at which an eval sample passes this reward: the recipe's, else the reward's own, else eval's
-        self.pass_threshold = pass_threshold if pass_threshold is not None else getattr(fn, "pass_threshold", None)
+        own = pass_threshold if pass_threshold is not None else declared.pass_threshold
+        self.info = dataclasses.replace(declared, name=name, pass_threshold=own)
         self.__name__ = name
-        self.__doc__ = getattr(fn, "__doc__", None)
+        self.__doc__ = fn.__doc__
         self.where, self.on_error, self.timeout = where, on_error, timeout
         self.accepts = compat.reward_params(fn)
-        self.columns = compat.reward_columns(fn)  # dataset columns it needs, checked before any model loads
         self.skipped = 0  # samples scored None after an error, since the last metrics line
         self.unscored = 0  # samples scored None, those after an error included, since the last metrics line
         self.seconds = 0.0  # wall time spent scoring, since the last metrics line
@@ -305,7 +312,7 @@ class Guarded:
 
 def metric_name(name: str, fn, i: int = 0) -> str:
     """The name TRL logs the reward ``rewards[i]`` names ``name`` under: the registry name, else the function's."""
-    return name if name in REGISTRY else getattr(fn, "__name__", f"reward_{i}")
+    return name if name in REGISTRY else describe(fn).name or f"reward_{i}"
 
 
 def guard_all(entries: list[dict], funcs: list) -> list[Guarded | None]:
@@ -342,7 +349,7 @@ def missing_columns(funcs: list, columns: list[str], rows: str) -> list[str]:
     """
     problems = []
     for fn in funcs:
-        for column in getattr(fn, "columns", ()):  # a reward not built yet (None) needs none until it is
+        for column in describe(fn).columns:  # a reward not built yet (None) needs none until it is
             if column not in columns:
                 problems.append(
                     f"{fn.where} ({fn.__name__}) needs column {column!r}, which {rows} lack (columns: {listing(columns)}); "

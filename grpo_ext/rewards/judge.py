@@ -31,7 +31,8 @@ from collections import OrderedDict
 
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.text import clip
-from grpo_ext.rewards.registry import completion_text, prompt_text, register
+from grpo_ext.rewards.api import completion_text, prompt_text
+from grpo_ext.rewards.registry import register
 
 RUBRIC = (
     "Grade the response to the request below on a scale of {low} to {high}, where {high} is a response that fully "
@@ -76,12 +77,6 @@ def problem(exc: BaseException) -> str:
     if message is None:
         return f"{type(exc).__name__}: {exc}"
     return f"{type(exc).__name__} (HTTP {status}): {clip(' '.join(message.split()).rstrip('.'), SAID_CHARS)}"
-
-
-def judge_of(fn) -> "Judge | None":
-    """The ``llm_judge`` behind a reward as a run holds it (guarded: the original is ``.fn``); None for another."""
-    found = getattr(fn, "fn", fn)
-    return found if isinstance(found, Judge) else None
 
 
 def numbered(responses: list[str]) -> str:
@@ -315,6 +310,13 @@ class Judge:
         while len(self._said) > 2 * self.settings["cache_size"]:
             self._said.popitem(last=False)
 
+    def why_none(self, row: dict, index: int = 0) -> str:
+        """Why completion ``index`` of the last call scored None: its request failed, or the reply held no grade."""
+        low, high = self.settings["low"], self.settings["high"]
+        if index < len(self.replies) and self.replies[index] is None:
+            return "the judge's request failed (the warning says why)"
+        return f"the judge's reply held no grade from {low:g} to {high:g} for it"
+
     def said(self, prompt, completion) -> str | None:
         """What the judge replied, in one of its recent calls, to ``completion`` of ``prompt`` (a completion alone
         where the prompt is written another way, as TRL up to 1.14 keeps it: through the chat template); None where
@@ -385,7 +387,7 @@ class Judge:
             )
 
 
-@register("llm_judge", factory=True)
+@register("llm_judge", factory=True, example={"base_url": "http://localhost:8000/v1", "model": "judge"})
 def llm_judge(
     base_url: str,
     model: str,

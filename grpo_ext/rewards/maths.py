@@ -9,8 +9,10 @@ Python; anything else goes to math-verify in a worker process under a hard limit
 import re
 from fractions import Fraction
 
+from grpo_ext.core.text import shown
 from grpo_ext.rewards import verify
-from grpo_ext.rewards.registry import ReferenceReward, completion_text, register
+from grpo_ext.rewards.api import ReferenceReward, completion_text
+from grpo_ext.rewards.registry import register
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _NUMBER = re.compile(r"-?\d+/\d+|-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?|-?\.\d+")
@@ -144,6 +146,7 @@ class MathAccuracy(ReferenceReward):
     """The ``math_accuracy`` reward (see ``math_accuracy`` for what it scores); picklable."""
 
     __name__ = "math_accuracy"
+    partial_credit = "math_closeness"  # the pre-flight names it where math_accuracy alone gives no gradient
 
     def __init__(self, answer_column: str = "answer", time_limit: float = 0.5, max_answer_chars: int = 1000):
         if time_limit <= 0:
@@ -166,6 +169,18 @@ class MathAccuracy(ReferenceReward):
 
     def score(self, text: str, gold_value) -> float | None:
         return self.judge(text, gold_value)[0]
+
+    def why_none(self, row: dict, index: int = 0) -> str:
+        """Why a completion of ``row`` scored None: its reference does not parse, or math-verify did not judge.
+
+        >>> MathAccuracy().why_none({"answer": " "})
+        "the 'answer' column holds no reference answer (' ')"
+        """
+        value = row.get(self.answer_column)
+        gold = reference_answer(value)
+        if gold is None:
+            return f"the {self.answer_column!r} column holds no reference answer ({shown(value, 40)})"
+        return f"math-verify could not judge the answer against the reference {shown(gold, 40)} (unparsable, or out of time)"
 
     def judge(self, text: str, gold_value) -> tuple[float | None, Fraction | None, Fraction | None]:
         """(score, the answer as a plain number, the reference as a plain number); a number is None where it
@@ -225,6 +240,7 @@ class MathCloseness(MathAccuracy):
     """The ``math_closeness`` reward (see ``math_closeness`` for what it scores); picklable."""
 
     __name__ = "math_closeness"
+    partial_credit = None  # it is the partial credit
 
     def __init__(self, answer_column: str = "answer", near: float = 0.5, tolerance: float = 1.0, **kwargs):
         if not 0.0 < near < 1.0:

@@ -2,8 +2,9 @@
 
 A reward follows TRL's contract: ``fn(completions, **kwargs) -> list[float | None]``. Completions are
 strings (plain-text prompts) or message lists (chat prompts); dataset columns arrive as keyword
-arguments. Each registry entry is a *factory*: called with the recipe's ``args`` it returns the reward
-function, whose ``__name__`` is the metric name TRL logs.
+arguments. What a reward is, what it may declare beside the call and the helpers it is written with are in
+``api.py``; this module holds the names. Each registry entry is a *factory*: called with the recipe's ``args`` it
+returns the reward function, whose ``__name__`` is the metric name TRL logs.
 
 How a recipe names a reward (``rewards[i].name``):
 
@@ -19,9 +20,7 @@ signature, and builds only the registry's own rewards: a user's factory is calle
 ``plan`` or ``merge``. Names from the standard library's process and system modules are refused.
 """
 
-import functools
 import inspect
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,32 +28,43 @@ from pathlib import Path
 from grpo_ext.core import references
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.references import is_reference as is_reference  # the cli asks it of a reward name
+from grpo_ext.rewards.api import RewardFunc, describe
 
 ENTRY_POINT_GROUP = "grpo_ext.rewards"
-# A reward's ``score_range``: the lowest and highest score it gives, which the eval keeps a mean's interval within
-# (results/scoring.score_range reads it). UNIT is that of a reward scoring 0 to 1.
-UNIT = (0.0, 1.0)
-
-RewardFunc = Callable[..., list[float | None]]
 
 REGISTRY: dict[str, Callable[..., RewardFunc]] = {}
 KIND = references.Kind("reward", REGISTRY, ENTRY_POINT_GROUP, "grpo-ext rewards ls")
+# Arguments that build a registry factory's reward where it has required ones (the docs' reward table builds each
+# reward to read what it declares); a factory without them builds from its defaults.
+EXAMPLES: dict[str, dict] = {}
 
 
-def register(name: str, *, factory: bool = False):
+def register(name: str, *, factory: bool = False, example: dict | None = None):
     """Add a built-in reward to the registry under ``name``.
 
     A plain reward function is registered as a factory that takes no arguments; with ``factory=True``
-    the decorated function itself is the factory and its keyword arguments are the recipe's ``args``.
+    the decorated function itself is the factory and its keyword arguments are the recipe's ``args``;
+    ``example``: arguments for those it requires, with which it builds a reward to describe (``EXAMPLES``).
     """
 
     def decorate(fn):
         if name in REGISTRY:
             raise ValueError(f"reward {name!r} is registered twice")
         REGISTRY[name] = fn if factory else references.constant_factory(fn)
+        if example is not None:
+            EXAMPLES[name] = example
         return fn
 
     return decorate
+
+
+def sample(name: str) -> RewardFunc:
+    """The registry's reward ``name`` built from its defaults and its ``EXAMPLES`` arguments, to be described.
+
+    >>> sample("overlong_penalty")(["x" * 300])
+    [-1.0]
+    """
+    return REGISTRY[name](**EXAMPLES.get(name, {}))
 
 
 def known_names() -> list[str]:
@@ -136,108 +146,6 @@ def _takes_trl_call(fn: RewardFunc, name: str, path: str) -> RewardFunc:
         shown = ", ".join(p.name for p in params) or "nothing"
         raise RecipeError(
             f"{path}.name: {name!r} takes ({shown}); a reward takes completions (plural) and any dataset "
-            f"columns by name, e.g. def {getattr(fn, '__name__', 'reward')}(completions, **kwargs)"
+            f"columns by name, e.g. def {describe(fn).name or 'reward'}(completions, **kwargs)"
         )
     return fn
-
-
-def prompt_text(prompt: str | list, roles: bool = False) -> str:
-    r"""A prompt as plain text: chat messages one per line, each after its role when ``roles``.
-
-    >>> chat = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "2+2?"}]
-    >>> prompt_text("2+2?"), prompt_text(chat), prompt_text(chat, roles=True)
-    ('2+2?', 'Be brief.\n2+2?', 'system: Be brief.\nuser: 2+2?')
-    """
-    if not isinstance(prompt, list):
-        return str(prompt)
-    lines = []
-    for m in prompt:
-        if not isinstance(m, dict):
-            lines.append(str(m))
-            continue
-        text = "\n".join([str(m.get("content") or ""), *map(call_text, m.get("tool_calls") or [])]).strip("\n")
-        lines.append(f"{m.get('role', 'user')}: {text}" if roles else text)
-    return "\n".join(lines)
-
-
-def call_text(call: dict) -> str:
-    """A tool call as a person reads it, in a worked example of the prompt or in a completion.
-
-    >>> call_text({"type": "function", "function": {"name": "guess", "arguments": '{"number": 5}'}})
-    '→ guess({"number": 5})'
-    >>> called = {"role": "assistant", "content": "", "tool_calls": [{"name": "guess", "arguments": {"number": 5}}]}
-    >>> prompt_text([called], roles=True)
-    'assistant: → guess({"number": 5})'
-    """
-    function = call.get("function", call)
-    arguments = function.get("arguments")
-    shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-    return f"→ {function.get('name')}({shown})"
-
-
-def completion_text(completion: str | list | dict) -> str:
-    """The text of one completion, whether plain text or a list of chat messages.
-
-    >>> completion_text("7")
-    '7'
-    >>> completion_text([{"role": "assistant", "content": " 7 "}])
-    ' 7 '
-    """
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, dict):
-        return str(completion.get("content") or "")
-    if isinstance(completion, list):
-        return "".join(
-            completion_text(m) for m in completion if not isinstance(m, dict) or m.get("role", "assistant") == "assistant"
-        )
-    return str(completion)
-
-
-def column(kwargs: dict, name: str, arg: str) -> list:
-    """The values of the dataset column ``name`` in a reward call, or a ValueError naming the columns that did arrive
-    and the reward argument (``arg``) that chooses the column.
-
-    >>> column({"answer": ["7"], "prompts": ["p"]}, "answer", "answer_column")
-    ['7']
-    """
-    if name not in kwargs:
-        arrived = ", ".join(k for k in kwargs if k not in ("prompts", "completion_ids", "trainer_state")) or "none"
-        raise ValueError(
-            f"no {name!r} column reached the reward (dataset columns: {arrived}); set args.{arg} to the column that holds them"
-        )
-    return kwargs[name]
-
-
-class ReferenceReward:
-    """A reward that scores each completion's text against its row's reference, read from the column
-    ``answer_column``; a subclass gives ``score(text, reference)`` and its ``__name__``. Picklable."""
-
-    score_range = UNIT  # a subclass scoring outside 0 to 1 says its own
-
-    def __init__(self, answer_column: str = "answer", max_answer_chars: int = 1000):
-        self.answer_column = answer_column
-        self.columns = (answer_column,)  # checked against the data before any model loads
-        self.max_answer_chars = max_answer_chars
-
-    def __call__(self, completions, **kwargs) -> list[float | None]:
-        golds = column(kwargs, self.answer_column, "answer_column")
-        return [self.score(completion_text(c), gold) for c, gold in zip(completions, golds, strict=True)]
-
-    def score(self, text: str, reference) -> float | None:
-        raise NotImplementedError
-
-
-def named(fn: Callable, name: str, **params) -> RewardFunc:
-    """``fn`` with ``params`` bound, logged by TRL as ``name``; picklable when ``fn`` is a module-level function.
-
-    >>> def longer_than(completions, n, **kwargs):
-    ...     return [float(len(c) > n) for c in completions]
-    >>> reward = named(longer_than, "longer_than_3", n=3)
-    >>> reward.__name__, reward(["ab", "abcd"])
-    ('longer_than_3', [0.0, 1.0])
-    """
-    bound = functools.partial(fn, **params)
-    bound.__name__ = name
-    bound.__doc__ = fn.__doc__
-    return bound

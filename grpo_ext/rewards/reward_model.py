@@ -11,7 +11,8 @@ same on every TRL, because grpo_ext computes it.
 
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.text import first_line
-from grpo_ext.rewards.registry import completion_text, prompt_text, register
+from grpo_ext.rewards.api import completion_text, prompt_text
+from grpo_ext.rewards.registry import register
 
 
 class RewardModel:
@@ -88,7 +89,7 @@ class RewardModel:
         return scores
 
 
-@register("reward_model", factory=True)
+@register("reward_model", factory=True, example={"model": "my-org/reward-model"})
 def reward_model(
     model: str,
     batch_size: int = 8,

@@ -7,8 +7,9 @@ Lengths are in tokens when TRL passes ``completion_ids`` (as it does in training
 
 import math
 
+from grpo_ext.rewards.api import completion_text, named
 from grpo_ext.rewards.maths import MathAccuracy
-from grpo_ext.rewards.registry import completion_text, named, register
+from grpo_ext.rewards.registry import register
 
 
 def _lengths(completions, completion_ids=None) -> list[int]:
@@ -31,7 +32,7 @@ def _overlong_one(n: int, max_length: int, soft_margin: int) -> float:
     return -(n - start) / soft_margin
 
 
-@register("overlong_penalty", factory=True)
+@register("overlong_penalty", factory=True, example={"max_length": 256, "soft_margin": 64})
 def overlong_penalty(max_length: int, soft_margin: int):
     """0 up to ``max_length - soft_margin``, then falling linearly to -1 at ``max_length``; -1 beyond.
 
@@ -99,7 +100,7 @@ def _cosine(
     return scores
 
 
-@register("cosine_accuracy", factory=True)
+@register("cosine_accuracy", factory=True, example={"max_length": 256})
 def cosine_accuracy(
     max_length: int,
     correct_short: float = 1.0,
@@ -130,4 +131,5 @@ def cosine_accuracy(
     )
     ends = (correct_short, correct_long, wrong_short, wrong_long)  # each score lies between the two ends of its kind
     fn.score_range = (float(min(ends)), float(max(ends)))
+    fn.why_none = fn.keywords["accuracy"].why_none  # None exactly where math_accuracy gives None
     return fn

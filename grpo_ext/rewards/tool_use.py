@@ -5,7 +5,8 @@ In a tool recipe TRL hands a reward each completion as the list of messages afte
 turns (with ``tool_calls`` where it called one), the tools' results (``role: tool``), and its closing reply.
 """
 
-from grpo_ext.rewards.registry import UNIT, register
+from grpo_ext.rewards.api import UNIT
+from grpo_ext.rewards.registry import register
 
 
 def is_error(content) -> bool:

@@ -27,8 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from grpo_ext.rewards.judge import judge_of
-from grpo_ext.rewards.registry import completion_text, prompt_text
+from grpo_ext.rewards.api import completion_text, describe, prompt_text
 from grpo_ext.run import rollouts, rundir, trl_internals
 from grpo_ext.settings import compat
 
@@ -53,12 +52,13 @@ def _score(value) -> float | None:
 
 
 def replies(reward_funcs: list, batch: dict) -> dict[str, list[str | None]]:
-    """What each judge among ``reward_funcs`` replied to each completion of ``batch``, under its metric name."""
-    found = {fn.__name__: judge_of(fn) for fn in reward_funcs}
+    """What each judge among ``reward_funcs`` (a reward that declares ``said``) replied to each completion of ``batch``,
+    under its metric name."""
+    found = {fn.__name__: describe(fn).said for fn in reward_funcs}
     return {
-        name: [judge.said(p, c) for p, c in zip(batch["prompt"], batch["completion"], strict=True)]
-        for name, judge in found.items()
-        if judge is not None
+        name: [said(p, c) for p, c in zip(batch["prompt"], batch["completion"], strict=True)]
+        for name, said in found.items()
+        if said is not None
     }
 
 

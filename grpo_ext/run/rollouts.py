@@ -21,7 +21,7 @@ import copy
 import sys
 from dataclasses import dataclass, field
 
-from grpo_ext.rewards.registry import call_text
+from grpo_ext.rewards.api import call_text
 from grpo_ext.rewards.tool_use import is_error, unanswered
 from grpo_ext.run import hardware, trainer, trl_internals
 from grpo_ext.run.trl_internals import Behaviour, Step

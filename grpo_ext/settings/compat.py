@@ -498,17 +498,14 @@ def reward_params(fn) -> frozenset[str] | None:
 TRL_REWARD_KWARGS = frozenset({"prompts", "completions", "completion_ids", "trainer_state", "log_extra", "log_metric"})
 
 
-def reward_columns(fn) -> tuple[str, ...]:
-    """The dataset columns a reward needs: those it declares (a ``columns`` attribute), else the keywords it
-    requires (no default) that TRL does not pass itself.
+def required_columns(fn) -> tuple[str, ...]:
+    """The dataset columns a reward's signature requires: the keywords without a default that TRL does not pass
+    itself (a reward may declare others: ``rewards/api.py``).
 
     >>> def graded(completions, answer, unit="", **kwargs): ...
-    >>> reward_columns(graded)
+    >>> required_columns(graded)
     ('answer',)
     """
-    declared = getattr(fn, "columns", None)
-    if declared is not None:
-        return tuple(declared)
     try:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):

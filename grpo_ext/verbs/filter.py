@@ -227,7 +227,8 @@ def score_rows(
     samples do not depend on how many rows an earlier run scored. With ``sampler`` (a recipe with tools or an
     environment) each sample is a conversation played through its tool loop and its scores are read off TRL's
     reward call; ``fn`` may then be the name of the environment's reward."""
-    threshold = s.pass_threshold if getattr(fn, "pass_threshold", None) is None else fn.pass_threshold
+    own = None if isinstance(fn, str) else fn.info.pass_threshold  # a guarded reward's, the recipe's over its own
+    threshold = s.pass_threshold if own is None else own
     per_batch = max(1, s.batch_size // s.samples)
     done = len(rows) - len(todo)
     with sampling.random_state_kept(), sampling.precision(model, s) if sampler is None else contextlib.nullcontext():

@@ -23,7 +23,6 @@ from grpo_ext.core.text import first_line, shown
 from grpo_ext.recipe import parse_override
 from grpo_ext.recipe.schema import SCHEMA
 from grpo_ext.rewards import guard, judge, registry, unscored
-from grpo_ext.settings import compat
 from grpo_ext.tools import environments
 from grpo_ext.tools import library as tool_library
 
@@ -78,7 +77,7 @@ def cmd_rewards_show(args) -> None:
             print(f"source: {Path(inspect.getsourcefile(obj)).resolve()}, line {inspect.getsourcelines(obj)[1]}")
         is_factory = "completions" not in {p.name for p in params}  # a reward takes completions; a factory its args
         if not is_factory:
-            print(f"columns: {', '.join(compat.reward_columns(obj)) or 'none'} (each row's values, as keyword arguments)")
+            print(f"columns: {', '.join(rewards.describe(obj).columns) or 'none'} (each row's values, as keyword arguments)")
     if is_factory:
         print("\n".join(_factory_lines(args.name, params)))
     print(inspect.cleandoc(obj.__doc__ or "(no docstring)"))
@@ -130,7 +129,7 @@ def cmd_rewards_score(args) -> None:
     row.pop("prompt", None)  # the prompt goes to the reward as its prompts, as TRL hands it, not as a column
     if args.answer is not None:
         row[reward_args.get("answer_column", "answer")] = args.answer
-    missing = [c for c in compat.reward_columns(fn) if c not in row]
+    missing = [c for c in rewards.describe(fn).columns if c not in row]
     if missing:
         answer = reward_args.get("answer_column", "answer")
         given = " ".join("--answer VALUE" if c == answer else f"--column {c}=VALUE" for c in missing)

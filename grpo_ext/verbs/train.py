@@ -79,9 +79,8 @@ def train(
         check_data(recipe)  # a bad row of a data file stops here, before output_dir
         recipe.build_rewards()  # so does a user's reward factory that refuses its args: it first runs here
         for reward in recipe.reward_funcs:  # a reward that is a service (a judge) answers once before the model loads
-            check = getattr(getattr(reward, "fn", reward), "preflight", None)
-            if callable(check):
-                check()
+            if reward.info.preflight is not None:
+                reward.info.preflight()
         resume = True if resume else (False if overwrite else recipe["resume"])  # --resume, or the recipe's resume
         prepared = launch.on_main_first(lambda: _prepare(recipe, overwrite, resume, accept_changes))
         summary = run(recipe, prepared, verbose, callbacks)

@@ -5,6 +5,7 @@ import pytest
 from grpo_ext import recipe
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.results import report, scoring
+from grpo_ext.rewards.api import describe
 from grpo_ext.run import sampling
 
 
@@ -184,15 +185,15 @@ def test_built_in_rewards_state_their_range(name, args, expected, tmp_path):
     from grpo_ext.rewards import Guarded, build
 
     fn = build(name, args, tmp_path, "rewards[0]")
-    assert scoring.score_range(fn) == expected
-    assert scoring.score_range(Guarded(fn, name)) == expected  # as the eval holds it: under the guard
+    assert describe(fn).score_range == expected
+    assert Guarded(fn, name).info.score_range == expected  # as the eval holds it: under the guard
 
 
 def test_a_reward_without_a_range_or_with_a_bad_one_is_not_cut():
     def own(completions, **kwargs):
         return [0.0] * len(completions)
 
-    assert scoring.score_range(own) is None
+    assert describe(own).score_range is None
     for bad in [(1, 0), (0, float("inf")), [0, 1], (0, "1"), (True, 2), (0,)]:
         own.score_range = bad
-        assert scoring.score_range(own) is None, bad
+        assert describe(own).score_range is None, bad

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from grpo_ext.results import preflight, watchdog
+from grpo_ext.rewards.digit import digit_exact
 from grpo_ext.verbs import doctor
 
 
@@ -291,6 +292,10 @@ def scores(groups: list[list]) -> list:
     return [s for g in groups for s in g]
 
 
+# reward name -> the reward that gives partial credit towards it, as the rewards declare it: {"digit_exact": "digit_shaped"}
+PARTIAL_CREDIT = preflight.marks([digit_exact])[1]
+
+
 PREFLIGHT_CASES = [
     # the strict reward alone, 0.0 on every sample: no gradient, with the partial-credit reward to add
     ({"digit_exact": scores([[0.0] * 8] * 8)}, [1.0], [("preflight_no_gradient", "warning", "digit_shaped")]),
@@ -332,7 +337,9 @@ PREFLIGHT_CASES = [
 @pytest.mark.parametrize(("per_reward", "weights", "expected"), PREFLIGHT_CASES)
 def test_preflight_verdicts(per_reward, weights, expected):
     group = 8 if len(next(iter(per_reward.values()))) == 64 else 4
-    stats, findings = preflight.verdicts(per_reward, weights, group, {name: 0.001 for name in per_reward})
+    stats, findings = preflight.verdicts(
+        per_reward, weights, group, {name: 0.001 for name in per_reward}, partial_credit=PARTIAL_CREDIT
+    )
     assert [(f.rule, f.severity) for f in findings] == [(rule, severity) for rule, severity, _ in expected]
     for finding, (_, _, word) in zip(findings, expected, strict=True):
         assert word in finding.symptom + finding.remedy
@@ -340,7 +347,9 @@ def test_preflight_verdicts(per_reward, weights, expected):
 
 
 def test_preflight_strict_reward_words():
-    stats, findings = preflight.verdicts({"digit_exact": [0.0] * 64}, [1.0], 8, {"digit_exact": 0.002})
+    stats, findings = preflight.verdicts(
+        {"digit_exact": [0.0] * 64}, [1.0], 8, {"digit_exact": 0.002}, partial_credit=PARTIAL_CREDIT
+    )
     assert findings[0].symptom == (
         "digit_exact scored 0 on all 64 samples: every group has zero spread, so GRPO gets no gradient from it"
     )

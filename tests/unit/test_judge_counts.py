@@ -53,7 +53,8 @@ FLAT = [
 
 @pytest.mark.parametrize(("per_reward", "judges", "severity", "symptom", "remedy"), FLAT)
 def test_a_flat_judge_is_named_as_one(per_reward, judges, severity, symptom, remedy):
-    _, findings = preflight.verdicts(per_reward, [1.0] * len(per_reward), 4, {}, None, frozenset(judges))
+    partial = {"digit_exact": "digit_shaped"}  # as digit_exact declares (partial_credit)
+    _, findings = preflight.verdicts(per_reward, [1.0] * len(per_reward), 4, {}, None, frozenset(judges), partial)
     (finding,) = [f for f in findings if f.rule == "preflight_no_gradient"]
     assert finding.severity == severity
     assert finding.symptom.startswith(symptom), finding.symptom

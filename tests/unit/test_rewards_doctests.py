@@ -5,7 +5,7 @@ import importlib
 
 import pytest
 
-MODULES = ["registry", "digit", "maths", "answers", "formats", "shaping", "verify", "tool_use", "unscored"]
+MODULES = ["api", "registry", "digit", "maths", "answers", "formats", "shaping", "verify", "tool_use", "unscored"]
 
 
 @pytest.mark.parametrize("name", MODULES)

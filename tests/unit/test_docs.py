@@ -135,6 +135,42 @@ def test_the_key_reference_is_committed_and_current(hook):
     assert page.read_text(encoding="utf-8") == hook.render_keys(), f"docs/{hook.PAGE} is stale; {fix}"
 
 
+@pytest.fixture(scope="module")
+def rewards_hook():
+    """docs/hooks/rewards.py, loaded from its path."""
+    spec = importlib.util.spec_from_file_location("grpo_ext_docs_rewards_hook", DOCS / "hooks" / "rewards.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_reward_table_is_current(rewards_hook):
+    """docs/rewards.md holds the reward table as render_table() writes it from the registry, between its markers."""
+    text = (DOCS / rewards_hook.PAGE).read_text(encoding="utf-8")
+    fix = "run .venv/bin/python docs/hooks/rewards.py and commit the page"
+    assert rewards_hook.with_table(text) == text, f"the reward table of docs/{rewards_hook.PAGE} is stale; {fix}"
+
+
+def test_the_reward_table_names_every_reward_and_what_it_declares(rewards_hook):
+    """A row per registry name, with its arguments and its declared range, from the rewards themselves."""
+    from grpo_ext.rewards import REGISTRY
+
+    rows = {
+        line.split(" | ")[0].strip("| `"): line for line in rewards_hook.render_table().splitlines() if line.startswith("| `")
+    }
+    assert sorted(rows) == sorted(REGISTRY)
+    cases = [
+        ("digit_exact", "| none | 0 to 1 |"),  # a plain reward: no args, UNIT
+        ("overlong_penalty", "`max_length` (int, required), `soft_margin` (int, required) | -1 to 0 |"),  # built from EXAMPLES
+        ("repetition_penalty", "`max_penalty` (float, default `-1.0`) | -1 to 0 |"),  # its range from its default args
+        ("reward_model", "| not stated |"),  # a reward that states no range
+        ("tag_count", "`tags` (list[str] \\| tuple[str, ...], default `('think', 'answer')`)"),  # a type's pipe escaped
+        ("think_answer_format", "| 1.0 when the completion is one `<think>...</think>` block"),  # docstring code as Markdown
+    ]
+    for name, part in cases:
+        assert part in rows[name], (name, rows[name])
+
+
 def test_every_docs_page_is_in_the_nav(hook):
     config = mkdocs_config()
     patterns = [line.strip() for line in (config.get("exclude_docs") or "").splitlines() if line.strip()]

@@ -3,7 +3,6 @@ for writing where something is already (refused without ``--force``)."""
 
 import errno
 import os
-import secrets
 import stat
 from collections.abc import Sequence
 from pathlib import Path
@@ -28,7 +27,8 @@ def exists(path: Path, kind: str = "any") -> bool:
 def temporary_beside(path: Path) -> Path:
     """A fresh name for a temporary file beside ``path``: ``.NAME.PID.HEX`` (hidden, and named after its file, so
     that a leftover from a kill is known for what it is)."""
-    return path.parent / f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}"
+    # os.urandom(4).hex() is what secrets.token_hex(4) returns; importing secrets loads OpenSSL at every command's start
+    return path.parent / f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}"
 
 
 def write_atomic(path: Path, text: str) -> None:

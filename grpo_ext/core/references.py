@@ -7,12 +7,13 @@ Names from the standard library's process and system modules are refused before 
 """
 
 import importlib
-import importlib.metadata
 import importlib.util
 import inspect
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
+from importlib.machinery import PathFinder
 from pathlib import Path
 
 from grpo_ext.core.files import resolve_path
@@ -54,16 +55,54 @@ def is_reference(name: str) -> bool:
     return ":" in name
 
 
-def entry_points(kind: Kind) -> dict[str, list[importlib.metadata.EntryPoint]]:
-    """Installed packages' entries of this kind by name; a name two packages register lists both."""
-    found: dict[str, list[importlib.metadata.EntryPoint]] = {}
+def _may_register(group: str) -> bool:
+    """Whether an installed package may register entry points in ``group``. False only where importlib.metadata would
+    find none: every place it looks is a folder on sys.path, and no ``entry_points.txt`` of a ``*.dist-info`` or
+    ``*.egg-info`` folder there names the group; a zip, an egg or a finder with packages of its own is left to it."""
+    if any(hasattr(finder, "find_distributions") and finder is not PathFinder for finder in sys.meta_path):
+        return True
+    for entry in sys.path:
+        if not os.path.isdir(entry or "."):
+            if os.path.exists(entry):
+                return True  # a zip file
+            continue
+        if entry.lower().endswith(".egg"):
+            return True
+        try:
+            children = list(os.scandir(entry or "."))
+        except OSError:  # a folder it may not read: left to importlib.metadata
+            return True
+        for child in children:
+            if not child.name.lower().endswith((".dist-info", ".egg-info")):
+                continue
+            try:
+                with open(os.path.join(child.path, "entry_points.txt"), encoding="utf-8") as f:
+                    if f"[{group}]" in f.read():
+                        return True
+            except OSError:  # no entry points, or not a folder
+                continue
+            except UnicodeDecodeError:  # left to importlib.metadata, which says what is wrong with it
+                return True
+    return False
+
+
+def entry_points(kind: Kind) -> dict[str, list]:
+    """Installed packages' entries of this kind by name (``importlib.metadata.EntryPoint``s); a name two packages
+    register lists both."""
+    # importlib.metadata is imported only when a package may register one: importing it and reading every
+    # package's entry points took longer than the rest of validating a recipe, which looks its rewards up here
+    if not _may_register(kind.group):
+        return {}
+    import importlib.metadata
+
+    found: dict[str, list] = {}
     for ep in importlib.metadata.entry_points(group=kind.group):
         if all(ep.value != seen.value for seen in found.get(ep.name, [])):
             found.setdefault(ep.name, []).append(ep)
     return found
 
 
-def _package(ep: importlib.metadata.EntryPoint) -> str:
+def _package(ep) -> str:
     return ep.dist.name if ep.dist else ep.value
 
 

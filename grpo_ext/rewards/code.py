@@ -14,7 +14,6 @@ come from a data column, in one of two forms:
 
 import ast
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import yaml
@@ -163,6 +162,8 @@ class CodeTests:
         return f"the {self.tests_column!r} column holds no test this reward reads ({_why_no_tests(value)})"
 
     def __call__(self, completions, **kwargs) -> list[float | None]:
+        from concurrent.futures import ThreadPoolExecutor  # here: a command that only reads a recipe runs no program
+
         rows = [cases_of(cell) for cell in column(kwargs, self.tests_column, "tests_column")]
         jobs = [
             (i, program_of(completion_text(c), case.expected is None), case)

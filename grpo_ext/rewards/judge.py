@@ -19,7 +19,6 @@ server answers and that the rubric's reply parses (``preflight``); a server that
 (``said``) for ``completions.jsonl`` and ``grpo-ext rewards score``.
 """
 
-import asyncio
 import importlib.util
 import json
 import os
@@ -119,7 +118,8 @@ def parse_group(reply: str, n: int, low: float, high: float) -> list[float | Non
 # between calls and is never joined. One loop, rather than one per call, keeps the connections alive between steps
 # and serves a caller whose own thread already runs a loop (a notebook). The one wait left at exit is a host name
 # lookup still running on the loop's executor thread, which the system resolver's own timeout ends.
-_loop: asyncio.AbstractEventLoop | None = None
+# asyncio is imported where a judge first runs, not at the top: importing it costs every command's start, a judge or not.
+_loop = None  # the asyncio event loop, made at the first use
 _loop_lock = threading.Lock()
 
 
@@ -131,8 +131,10 @@ def _forget_loop() -> None:
 os.register_at_fork(after_in_child=_forget_loop)
 
 
-def judge_loop() -> asyncio.AbstractEventLoop:
-    """This process's event loop for judge requests, running on a daemon thread started at the first use."""
+def judge_loop():
+    """This process's asyncio event loop for judge requests, running on a daemon thread started at the first use."""
+    import asyncio
+
     global _loop
     with _loop_lock:
         if _loop is None:
@@ -143,6 +145,8 @@ def judge_loop() -> asyncio.AbstractEventLoop:
 
 def on_judge_loop(work):
     """The result of coroutine ``work`` run on ``judge_loop``; an interrupted caller (Ctrl-C) cancels it."""
+    import asyncio
+
     future = asyncio.run_coroutine_threadsafe(work, judge_loop())
     try:
         return future.result()
@@ -174,6 +178,8 @@ class Judge:
 
     def client(self):
         """The asynchronous client, built on the running loop (the judge loop) and again on a new one."""
+        import asyncio
+
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
             from openai import AsyncOpenAI
@@ -201,9 +207,9 @@ class Judge:
         """The rubric's ``{low}`` and ``{high}``, written as a person would (``0``, not ``0.0``)."""
         return {"low": f"{self.settings['low']:g}", "high": f"{self.settings['high']:g}"}
 
-    async def ask(self, content: str, gate: asyncio.Semaphore) -> tuple[str, bool]:
+    async def ask(self, content: str, gate) -> tuple[str, bool]:
         """(the judge's reply to one user message, whether it came from the cache, keyed by the message's text);
-        a request goes out once ``gate`` lets it."""
+        a request goes out once ``gate`` (an asyncio.Semaphore) lets it."""
         if content in self._cache:
             self._cache.move_to_end(content)
             return self._cache[content], True
@@ -214,8 +220,11 @@ class Judge:
             self._cache.popitem(last=False)
         return text, False
 
-    async def ask_all(self, messages: list[str]) -> tuple[list[asyncio.Task], set[asyncio.Task]]:
-        """Every message asked, ``concurrency`` at a time: (the tasks in order, those cancelled at ``call_seconds``)."""
+    async def ask_all(self, messages: list[str]) -> tuple[list, set]:
+        """Every message asked, ``concurrency`` at a time: (the asyncio tasks in order, those cancelled at
+        ``call_seconds``)."""
+        import asyncio
+
         self.client()  # built before the deadline starts: the first time, importing openai takes a second or two
         gate = asyncio.Semaphore(self.settings["concurrency"])
         tasks = [asyncio.create_task(self.ask(message, gate)) for message in messages]
@@ -326,11 +335,15 @@ class Judge:
 
     async def test_request(self, message: str) -> str:
         """The reply to the pre-flight's message: one try, cancelled at ``call_seconds``."""
+        import asyncio
+
         client = self.client().with_options(max_retries=0)
         return await asyncio.wait_for(self.complete(client, message), self.settings["call_seconds"])
 
     async def served(self) -> list[str]:
         """The names of the models the server lists (``GET /models``): one try, cancelled at ``call_seconds``."""
+        import asyncio
+
         client = self.client().with_options(max_retries=0)
         page = await asyncio.wait_for(client.models.list(), self.settings["call_seconds"])
         return [str(model.id) for model in page.data]
@@ -360,6 +373,8 @@ class Judge:
 
     def preflight(self) -> None:
         """One request before the model loads: the server answers and the reply parses; RecipeError if not."""
+        import asyncio
+
         s = self.settings
         example = {c: f"<{c}>" for c in self.columns} | {"prompt": "What is 2 + 2?"} | self.scale()
         if s["mode"] == "single":

@@ -27,13 +27,12 @@ is not judged (None), never judged wrong.
 import atexit
 import os
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
-from multiprocessing.connection import Connection
 from pathlib import Path
+
+# socket, subprocess, tempfile and multiprocessing.connection are imported where a pool or a worker starts, not at
+# the top: every command that reads a recipe imports this module, and most never check an answer.
 
 # A check that would need more memory than this fails in the worker (MemoryError) instead of swapping.
 WORKER_MEMORY_BYTES = 2 << 30
@@ -55,9 +54,9 @@ def stall_seconds(limit: float) -> float:
 
 
 class _Worker:
-    """One forked worker answering checks one at a time over its socket."""
+    """One forked worker answering checks one at a time over its socket (``conn``, a multiprocessing Connection)."""
 
-    def __init__(self, conn: Connection, pid: int):
+    def __init__(self, conn, pid: int):
         self.conn, self.pid = conn, pid
 
     def ask(self, request: dict, wait: float) -> dict | None:
@@ -80,6 +79,10 @@ class Checker:
         self.lock = threading.Lock()
         self.fork_lock = threading.Lock()
         self.idle: list[_Worker] = []
+        import socket
+        import subprocess
+        import tempfile
+
         self.folder = tempfile.TemporaryDirectory(prefix="grpo_ext_verify_")
         path = str(Path(self.folder.name) / "socket")
         self.listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -94,6 +97,8 @@ class Checker:
         atexit.register(self.close)
 
     def _new_worker(self) -> _Worker:
+        from multiprocessing.connection import Connection
+
         with self.fork_lock:
             self.template.stdin.write(b"fork\n")
             self.template.stdin.flush()
@@ -149,7 +154,7 @@ def checker() -> Checker:
         return _CHECKER
 
 
-def _serve(conn: Connection, parse, verify) -> None:
+def _serve(conn, parse, verify) -> None:
     """A worker's loop: one ``{"gold", "pred", "limit"}`` request in, one ``{"equal"}`` reply out, until the socket
     closes. Each check runs under a profiling timer of ``limit`` seconds of this process's CPU time; SIGPROF's default
     action ends the process, which stops even a computation inside C code that no Python handler could interrupt."""
@@ -209,6 +214,8 @@ def _numbers_differ(gold: list, pred: list) -> bool:
 def template(path: str) -> None:
     """The template process: import and warm math-verify, then fork one worker per ``fork`` line on stdin."""
     import logging
+    import socket
+    from multiprocessing.connection import Connection
 
     logging.disable(logging.WARNING)  # math-verify warns on every call that its own timeout is off
     from math_verify import parse, verify

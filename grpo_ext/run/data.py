@@ -17,7 +17,6 @@ with the mixture's system prompt) and each source's own.
 Files stay in Arrow (``datasets``, memory-mapped), so a large file is not held twice in memory.
 """
 
-import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -436,6 +435,8 @@ def fit_prompts(
     ``tools`` shown) is longer than ``limit`` tokens (a prompt is never cut), then refuse a kept prompt that, with
     ``completion`` tokens, exceeds the model's ``context``. Returns (train, eval rows, the longest kept prompt,
     notes with the prompt-length statistics and what was dropped)."""
+    import statistics  # here: validate imports this module for check_files, and needs no statistics
+
     lengths = _lengths(train, tokenizer, tools)
     notes = []
     if lengths:

@@ -34,12 +34,9 @@ The local provider: this module is one, with ``run`` and ``isolation`` (``contra
 
 import json
 import os
-import secrets
 import shutil
 import signal
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from functools import cache
@@ -76,6 +73,8 @@ def isolation() -> tuple[str, ...]:
 def _own_user() -> int:
     """A user id no account has, one per run: the kernel's process limit counts processes per user, so a run that
     forks without end uses up its own allowance, never that of the runs beside it."""
+    import secrets  # here: it loads OpenSSL, which a command that runs no program need not wait for
+
     return FIRST_UID + secrets.randbelow(1 << 24)
 
 
@@ -116,6 +115,8 @@ def run(program: str, tests: str = "", stdin: str | None = None, limits: Limits 
 def base_folder() -> Path:
     """Where runs get their folders: the temporary folder, if every folder above it lets other users through
     (the run's own user must reach its folder), else /tmp."""
+    import tempfile  # here, as subprocess in _run: a command that runs no program does not wait for them
+
     here = Path(tempfile.gettempdir()).resolve()
     open_to_all = all(folder.stat().st_mode & 0o001 for folder in (here, *here.parents))
     return here if open_to_all else Path("/tmp")
@@ -135,6 +136,9 @@ def _feed(pipe, data: bytes) -> None:
 
 
 def _run(program: str, tests: str, stdin: str | None, limits: Limits, isolated: tuple[str, ...]) -> Result:
+    import subprocess
+    import tempfile
+
     uid = _own_user()
     own_user, spaces = "user" in isolated, "mount" in isolated
     folder = Path(tempfile.mkdtemp(prefix="grpo_ext_sandbox_", dir=base_folder() if own_user else None))

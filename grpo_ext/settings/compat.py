@@ -11,13 +11,14 @@ importing TRL: the table of the installed version is used, or the nearest older 
 real GRPOConfig decides which name of a renamed key is passed.
 """
 
-import importlib.metadata
+import contextlib
+import importlib.util
 import inspect
 import json
 from functools import cache
 from pathlib import Path
 
-from packaging.version import Version
+from packaging.version import InvalidVersion, Version
 
 from grpo_ext.core.text import clip, shown, suggest
 from grpo_ext.core.values import coerce, wrong_kind
@@ -183,21 +184,36 @@ def fields(installed: Version | None = None) -> dict[str, dict]:
     return table_for(installed)["fields"]
 
 
+def installed_version(package: str) -> Version | None:
+    """The installed version of ``package`` (no import of it), None when it is not installed.
+
+    A wheel installs a package beside a folder named ``NAME-VERSION.dist-info`` (the binary distribution format,
+    PEP 427), and the version is read from that name. Any other layout (an editable install, an egg, two such
+    folders) is read by importlib.metadata, which is imported only then: importing it and finding a package
+    through it cost every command's start, ``grpo-ext validate`` included, more than reading the recipe."""
+    spec = importlib.util.find_spec(package)
+    if spec is not None and spec.origin:
+        found = list(Path(spec.origin).parent.parent.glob(f"{package}-*.dist-info"))
+        if len(found) == 1:
+            with contextlib.suppress(InvalidVersion):
+                return Version(found[0].name[len(package) + 1 : -len(".dist-info")])
+    from importlib import metadata
+
+    try:
+        return Version(metadata.version(package))
+    except metadata.PackageNotFoundError:
+        return None
+
+
 @cache
 def trl_version() -> Version:
-    """The installed TRL's version, read from package metadata (no import)."""
-    try:
-        return Version(importlib.metadata.version("trl"))
-    except importlib.metadata.PackageNotFoundError:
-        return next(reversed(tables()))
+    """The installed TRL's version (see ``installed_version``); the newest table's without TRL."""
+    return installed_version("trl") or next(reversed(tables()))
 
 
 @cache
 def transformers_version() -> Version:
-    try:
-        return Version(importlib.metadata.version("transformers"))
-    except importlib.metadata.PackageNotFoundError:
-        return Version("0")
+    return installed_version("transformers") or Version("0")
 
 
 def trl_at_least(version: str, installed: Version | None = None) -> bool:

@@ -3,7 +3,6 @@
 cache keeps its converted checkpoint (``run/model_cache.py`` fills it).
 """
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,6 +74,8 @@ def checkpoint_dir(source: Source) -> Path | None:
     if source.kind == "alias":
         return cache_dir() / "models" / source.ref / family
     if source.kind == "gguf":
+        import hashlib  # here: it loads OpenSSL, which reading a recipe does not need
+
         digest = hashlib.sha1(source.ref.encode()).hexdigest()[:10]
         return cache_dir() / "models" / f"{Path(source.ref).stem}-{digest}" / family
     return None

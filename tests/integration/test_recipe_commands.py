@@ -1,7 +1,10 @@
 """A bad recipe and a dry run as a user's whole command (a fresh interpreter): nothing heavy is imported, and timed
 beside a bare ``import torch``, each answers in a small part of its time."""
 
+import json
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -39,3 +42,63 @@ def test_dry_run_fast_no_weights(timed, tmp_path):
     out = proc.stdout
     assert "effective GRPOConfig" in out and "learning_rate" in out and "first run fetches and converts it" in out
     assert not any(tmp_path.iterdir())  # nothing fetched or converted
+
+
+# What a refused recipe may load. Not the heavy libraries a run needs, nor the standard library's slow starters that
+# only a run, a judge, a program or an entry point needs (asyncio: the judge; importlib.metadata: entry points;
+# multiprocessing, socket, subprocess: math-verify's workers and the sandbox); each of these, imported at the top of
+# a module that validation reads, cost every command's start (validate took 5.1 times a bare `python -c "import yaml"`).
+NOT_LOADED = ("torch", "transformers", "trl", "datasets", "math_verify", "sympy", "peft", "openai")
+NOT_LOADED += ("asyncio", "importlib.metadata", "multiprocessing", "socket", "subprocess", "secrets", "concurrent.futures")
+# grpo_ext's modules loaded by a refused `validate`: 56 (the front door, the validate verb, and the layers below that
+# a recipe's rules read); 88 when every verb and the run layer loaded with the package
+OWN_MODULES = 60
+
+
+@pytest.mark.parametrize("timed", TIMED)
+def test_a_refused_recipe_loads_no_verb_it_does_not_run(timed, digit_doc, write_recipe, tmp_path):
+    """`grpo-ext validate` of a bad recipe, as a command: it imports its own verb and the layers its rules read, no
+    other command's module, nothing heavy; timed beside a bare `python -c "import yaml"`, it takes under 4 times as
+    long (about 3.1 to 3.4 times as medians of 21 runs in turn, on 2 busy cores; 5.1 to 6.0 when every command loaded
+    every layer)."""
+    file = write_recipe(mutate(digit_doc, "training.learnin_rate", 1))
+    listed = tmp_path / "modules.json"
+    code = (
+        "import json, sys; from grpo_ext import cli; rc = cli.main(['validate', sys.argv[1]]); "
+        "open(sys.argv[2], 'w').write(json.dumps(sorted(sys.modules))); sys.exit(rc)"
+    )
+    argv = [sys.executable, "-c", code, str(file), str(listed)]
+    if timed:
+        seconds, reference = [], []
+        for _ in range(5):  # in turn, the best of each: a moment when a neighbour held the CPU is left out
+            t0 = time.monotonic()
+            proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
+            t1 = time.monotonic()
+            subprocess.run([sys.executable, "-c", "import yaml"], check=True, cwd=ROOT)
+            seconds.append(t1 - t0)
+            reference.append(time.monotonic() - t1)
+        assert min(seconds) / min(reference) < 4, f"{min(seconds) / min(reference):.2f} times a bare import yaml"
+    else:
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "training.learnin_rate: unknown GRPOConfig key" in proc.stderr, proc.stderr
+    loaded = json.loads(listed.read_text())
+    own = [m for m in loaded if m.split(".")[0] == "grpo_ext"]
+    assert [m for m in own if m.startswith("grpo_ext.verbs.")] == ["grpo_ext.verbs.validate"]
+    assert not [m for m in NOT_LOADED if m in loaded]
+    assert len(own) <= OWN_MODULES, f"{len(own)} of grpo_ext's modules: {own}"
+
+
+def test_a_refused_train_loads_the_train_verb_and_nothing_heavy(digit_doc, write_recipe, tmp_path):
+    """`grpo-ext train` of a bad recipe loads the train verb (and validate's checks, which it runs), no other command's
+    module, and none of the libraries a run needs."""
+    file = write_recipe(mutate(digit_doc, "training.learnin_rate", 1))
+    listed = tmp_path / "modules.json"
+    code = (
+        "import json, sys; from grpo_ext import cli; rc = cli.main(['train', sys.argv[1]]); "
+        "open(sys.argv[2], 'w').write(json.dumps(sorted(sys.modules))); sys.exit(rc)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, str(file), str(listed)], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 2 and "training.learnin_rate: unknown GRPOConfig key" in proc.stderr, proc.stderr
+    loaded = json.loads(listed.read_text())
+    assert [m for m in loaded if m.startswith("grpo_ext.verbs.")] == ["grpo_ext.verbs.train", "grpo_ext.verbs.validate"]
+    assert not [m for m in NOT_LOADED[:8] if m in loaded]

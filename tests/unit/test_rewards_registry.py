@@ -1,10 +1,15 @@
 """Finding rewards: registry names, module and file paths, installed entry points; errors that say what failed."""
 
+import importlib.metadata
+import sys
+import zipfile
+
 import pytest
 
 from grpo_ext import cli
+from grpo_ext.core import references
 from grpo_ext.core.errors import RecipeError
-from grpo_ext.rewards import build, known_names
+from grpo_ext.rewards import build, known_names, registry
 from tests.helpers import PLUGIN, minimal_recipe, run_cli, write
 
 
@@ -157,3 +162,51 @@ def test_a_reward_file_that_exits_on_import_is_an_error(name, expected, tmp_path
     recipe = write(tmp_path / "recipe.yaml", minimal_recipe() | {"rewards": [name]})
     assert run_cli(["validate", str(recipe)]) == 2
     assert f"{recipe}: rewards[0].name: {expected.format(tmp=tmp_path)}\n" in capsys.readouterr().err
+
+
+class _OwnFinder:
+    """A finder with packages of its own, as importlib.metadata asks every finder on sys.meta_path."""
+
+    @staticmethod
+    def find_distributions(context=None):
+        return iter(())
+
+
+@pytest.mark.parametrize(
+    "place, expected",
+    [
+        ("nothing", False),  # the test environment: no installed package registers a reward
+        ("dist-info", True),  # a wheel's folder whose entry_points.txt names the group
+        ("other group", False),  # an entry_points.txt with console scripts only
+        ("egg-info", True),  # an older install's folder, named in capitals
+        ("zip", True),  # a zip file on sys.path: left to importlib.metadata
+        ("egg", True),  # an .egg folder on sys.path: left to importlib.metadata
+        ("finder", True),  # a finder with packages of its own: left to importlib.metadata
+    ],
+)
+def test_entry_points_are_read_only_where_a_package_may_register_one(place, expected, tmp_path, monkeypatch):
+    """importlib.metadata, slow to import and to read, is asked only where a package may register a reward; where
+    the scan says none may, importlib.metadata finds none either."""
+    group = registry.ENTRY_POINT_GROUP
+    root = tmp_path / "site"
+    root.mkdir()
+    if place in ("dist-info", "other group", "egg-info"):
+        info = root / ("pkg-1.0.dist-info" if place != "egg-info" else "PKG.EGG-INFO")
+        info.mkdir()
+        (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")
+        (info / "PKG-INFO").write_text("Metadata-Version: 2.1\nName: pkg\nVersion: 1.0\n")
+        section = group if place != "other group" else "console_scripts"
+        (info / "entry_points.txt").write_text(f"[{section}]\nkw = pkg:keyword_reward\n")
+    if place == "zip":
+        root = tmp_path / "site.zip"
+        with zipfile.ZipFile(root, "w") as z:
+            z.writestr("pkg.py", "")
+    if place == "egg":
+        root = tmp_path / "pkg-1.0.egg"
+        root.mkdir()
+    monkeypatch.syspath_prepend(str(root))
+    if place == "finder":
+        monkeypatch.setattr(sys, "meta_path", [_OwnFinder, *sys.meta_path])
+    assert references._may_register(group) is expected
+    if not expected:
+        assert not importlib.metadata.entry_points(group=group) and references.entry_points(registry.KIND) == {}

@@ -50,9 +50,10 @@ def test_dry_run_fast_no_weights(timed, tmp_path):
 # a module that validation reads, cost every command's start (validate took 5.1 times a bare `python -c "import yaml"`).
 NOT_LOADED = ("torch", "transformers", "trl", "datasets", "math_verify", "sympy", "peft", "openai")
 NOT_LOADED += ("asyncio", "importlib.metadata", "multiprocessing", "socket", "subprocess", "secrets", "concurrent.futures")
-# grpo_ext's modules loaded by a refused `validate`: 56 (the front door, the validate verb, and the layers below that
-# a recipe's rules read); 88 when every verb and the run layer loaded with the package
-OWN_MODULES = 60
+# grpo_ext's modules loaded by a refused `validate`: 57 when this was written (the front door, the validate verb, and
+# the layers below that a recipe's rules read), 94 when every verb and the run layer loaded with the package; the
+# bound leaves room for a few new modules of those layers
+OWN_MODULES = 64
 
 
 @pytest.mark.parametrize("timed", TIMED)

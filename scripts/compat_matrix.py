@@ -53,6 +53,7 @@ TESTS = [
     "tests/unit/test_compat.py",
     "tests/integration/test_compat_training.py",
     "tests/unit/test_trl_internals.py",
+    "tests/integration/test_installed_trl.py",
     "tests/integration/test_behaviour_hooks.py",
     "tests/unit/test_algorithms.py",
     "tests/integration/test_algorithms_training.py",

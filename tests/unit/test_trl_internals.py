@@ -174,19 +174,3 @@ def test_a_behaviour_passes_through_the_hooks_it_does_not_override():
     assert Quiet().on_rewards(step, [], [], None) is None
     assert Quiet().on_batch(step, batch) is batch
     assert Quiet().on_loss(step, None, batch, lambda inputs: ("loss of", inputs)) == ("loss of", batch)
-
-
-@pytest.mark.parametrize("name", trl_internals.HOOKED)
-def test_a_trl_without_a_hooked_method_refuses_the_behaviours(name, monkeypatch):
-    """A TRL that renamed a method the hooks are called from would leave the behaviours uncalled: refused instead."""
-    from trl import GRPOTrainer
-
-    from grpo_ext.core.errors import RunError
-
-    monkeypatch.delattr(GRPOTrainer, name)
-
-    class Quiet(Behaviour):
-        pass
-
-    with pytest.raises(RunError, match=rf"GRPOTrainer has no {name}, where grpo_ext calls Quiet; install a tested TRL: pip"):
-        trl_internals.make({}, [Quiet()])

@@ -17,7 +17,7 @@ used here. A TRL release that moves one of them changes this module only (CONTRI
 | `_entropy_bonus_enabled` | ``entropy_bonus``: row skipping keeps every row when there is one | 1.8.0 to 1.16.0 (4) |
 | `_generate_single_turn` | ``scripted_replies``: tests script the model's replies | 1.0.0 to 1.16.0 (5) |
 | `_tool_call_loop` | not called: ``rewards.tool_use.unanswered`` counts what it dropped | 0.26.2 to 1.16.0 (6) |
-| `_get_per_token_logps_and_entropies` | ``STEP_PHASES``: ``benchmarks/contestants.py`` times it | 0.20.0 to 1.16.0 (7) |
+| `_get_per_token_logps_and_entropies` | ``token_logps``: TIC-GRPO's loss; ``STEP_PHASES`` | 0.20.0 to 1.16.0 (7) |
 | `_compute_loss` | ``STEP_PHASES``, as above | 0.19.1 to 1.16.0 |
 
 "Read on" a range: the source of each release in it that was read, which is every ``MATRIX`` row of
@@ -38,7 +38,12 @@ used here. A TRL release that moves one of them changes this module only (CONTRI
 6. Read on 0.26.2, 0.27.2, 0.28.0, 0.29.1, 1.0.0 to 1.4.0, 1.8.0, 1.9.0, 1.11.0, 1.13.0 to 1.16.0. From 1.2.0 it rolls
    back results that would pass ``max_completion_length`` (before, only those past the model's context, cut there);
    it stops at ``max_tool_calling_iterations`` from 0.27.0.
-7. 0.19.1 has ``_get_per_token_logps`` in its place.
+7. ``(model, input_ids, attention_mask, logits_to_keep, batch_size=None, compute_entropy=False, ...)`` on each, the
+   logits divided by the sampling temperature; it returns ``(logps, entropies)``, and from 1.8.0 ``(logps, entropies,
+   aux_loss)`` (read on 0.20.0, 0.21.0, 0.22.2, 0.24.0, 0.26.2, 0.28.0, 0.29.1, 1.0.0, 1.8.0 and 1.16.0). 0.19.1 has
+   ``_get_per_token_logps`` in its place, and ``algorithm: tic_grpo`` is refused there. TRL's own sequence-mean loss
+   (``grpo``) divides a training micro-batch's loss by ``current_gradient_accumulation_steps`` from 0.22.2 (0.20.0
+   and 0.21.0 leave it to the Trainer's loop): ``accumulation_divisor``.
 
 TRL is imported inside the functions that need it, so that this module loads without torch.
 """
@@ -190,6 +195,28 @@ def sample_batch(trainer, rows: list[dict]) -> dict:
     """TRL's generation and scoring of ``rows`` (each prompt once per completion) as a generation batch, the
     behaviours' hooks called: in eval mode, the tool loop's conversations for an eval."""
     return trainer._generate_and_score_completions(rows)
+
+
+def token_logps(trainer, model, inputs: dict):
+    """The log-probability of each completion token of a micro-batch under ``model``, and its entropy, as TRL's loss
+    computes them (the sampling temperature, TRL's chunking): ``(logps, entropies)``, each rows x completion tokens.
+    A batch with images is refused: the model's image inputs are not passed on here."""
+    import torch
+
+    if any(inputs.get(key) is not None for key in ("pixel_values", "image_grid_thw", "pixel_attention_mask", "image_sizes")):
+        raise RunError("algorithm: tic_grpo does not train on images; choose another algorithm (grpo-ext algorithms)")
+    input_ids = torch.cat([inputs["prompt_ids"], inputs["completion_ids"]], dim=1)
+    attention_mask = torch.cat([inputs["prompt_mask"], inputs["completion_mask"]], dim=1)
+    found = trainer._get_per_token_logps_and_entropies(
+        model, input_ids, attention_mask, inputs["completion_ids"].size(1), compute_entropy=True
+    )
+    return found[0], found[1]
+
+
+def accumulation_divisor(trainer) -> int:
+    """What TRL's sequence-mean loss (``grpo``) divides a training micro-batch's loss by (note 7 above), so that a
+    loss computed in its place weighs the same in an accumulated step."""
+    return trainer.current_gradient_accumulation_steps if compat.trl_at_least("0.22") else 1
 
 
 def forget_eval_metrics(trainer) -> None:

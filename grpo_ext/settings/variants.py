@@ -5,6 +5,10 @@ version implements. A preset always sets ``loss_type``, ``scale_rewards`` and ``
 defaults between versions), so a variant means the same on every TRL that has it; other keys keep TRL's
 defaults, which did not move (``epsilon`` 0.2, token-level importance ratios, no truncation mask).
 
+A variant whose loss no TRL version has (TIC-GRPO's) is computed by grpo_ext in place of TRL's loss
+(``grpo_ext/run/tic_grpo.py``); the TRL keys that loss does not read (``unread``) keep their neutral value, and a
+recipe that sets one otherwise is refused rather than run with a setting that does nothing.
+
 A key the recipe sets itself wins over the preset. The oldest TRL a variant needs is derived from
 ``compat``'s version rules for its keys and values; on an older TRL the recipe is refused before anything
 loads, never run with an approximation.
@@ -31,6 +35,8 @@ class Variant:
     settings: dict[str, tuple[object, str]]  # GRPOConfig key -> (value, why)
     missing: str = ""  # a piece of the paper that no TRL version implements (not approximated)
     notes: list[str] = field(default_factory=list)
+    floor: tuple[str, str] | None = None  # (the oldest TRL, why) where grpo_ext's own code needs more than the keys do
+    unread: dict[str, tuple[object, str]] = field(default_factory=dict)  # key -> (the value it must keep, why)
 
 
 VARIANTS: dict[str, Variant] = {
@@ -145,11 +151,51 @@ VARIANTS: dict[str, Variant] = {
         },
         notes=["its shape parameters (vespo_k_pos, vespo_lambda_pos, ...) keep TRL's defaults"],
     ),
+    # TIC-GRPO: the paper's method section was not read (only its abstracts, v2 and v5); the loss follows a third-party
+    # implementation (grpo-composer's TrajectoryLevelClippingMechanism) and the abstracts, see docs/variants.md.
+    "tic_grpo": Variant(
+        "one importance ratio per completion, the product of its token ratios, clipped from above (grpo_ext's loss)",
+        "Pang, Luo, Jin 2025, TIC-GRPO (arXiv 2508.02833); the loss as a third-party implementation reads it",
+        {
+            "loss_type": (
+                "grpo",
+                "the loss is a mean over completions, the normaliser of TRL's grpo (row skipping scales by it)",
+            ),
+            "scale_rewards": ("group", "group-normalised advantage, as in GRPO"),
+            "beta": (0.0, "no KL term (none in the sources read)"),
+            "epsilon_high": (
+                0.28,
+                "the trajectory ratio is clipped at 1 + 0.28, the third-party default (DAPO's); not the paper's",
+            ),
+        },
+        missing="the paper's own clip bound, normalisation and KL term are unverified (its method section was not read)",
+        notes=[
+            "loss = mean over completions of -min(rho*A, min(rho, 1 + epsilon_high)*A), rho = exp(sum of the completion's "
+            "token log-ratios to the sampling policy): no length normalisation, no lower clip",
+            "with one optimizer step per generation rho is 1 and the gradient is A * grad(sum of log-probs) averaged over "
+            "completions: REINFORCE with group advantages (TRL's luspo at ratio 1); num_iterations > 1 or "
+            "steps_per_generation > gradient_accumulation_steps makes rho differ from 1",
+        ],
+        floor=("0.20", "TRL's per-token log-probabilities (_get_per_token_logps_and_entropies), which its loss reads"),
+        unread={
+            "loss_type": ("grpo", "TRL's loss_type is not used; the loss averages over completions"),
+            "beta": (0.0, "the loss has no KL term"),
+            "importance_sampling_level": ("token", "the trajectory ratio replaces TRL's"),
+            "epsilon": (0.2, "there is no lower clip (epsilon_high sets the upper one)"),
+            "delta": (None, "TRL's two-sided clip is not applied"),
+            "top_entropy_quantile": (1.0, "TRL's entropy mask is not applied"),
+            "entropy_coef": (0.0, "TRL's entropy bonus is not applied"),
+            "use_adaptive_entropy": (False, "TRL's entropy bonus is not applied"),
+            "use_liger_kernel": (False, "Liger's fused loss is TRL's, not this one"),
+            "use_liger_loss": (False, "Liger's fused loss is TRL's, not this one"),
+            "use_vllm": (False, "TRL's vLLM importance-sampling correction is not applied"),
+            "off_policy_mask_threshold": (None, "TRL's off-policy sequence mask is not applied"),
+        },
+    ),
 }
 
 # Variants that readers meet and no TRL version implements: name -> what is missing.
 NOT_IN_TRL: dict[str, str] = {
-    "tic_grpo": "TIC-GRPO's trajectory-level importance correction is in no TRL version",
     "flow_grpo": "Flow-GRPO trains image flow models, not language models",
 }
 
@@ -158,8 +204,21 @@ PRESET_KEYS: tuple[str, ...] = tuple(dict.fromkeys(k for v in VARIANTS.values() 
 
 
 def needs(name: str) -> str:
-    """The oldest TRL that has every key and value the variant sets (from compat's version rules)."""
-    return str(max(Version(compat.first_supporting(k, value)) for k, (value, _) in VARIANTS[name].settings.items()))
+    """The oldest TRL that has every key and value the variant sets (from compat's version rules), and what grpo_ext's
+    own loss for it reads of TRL (``floor``)."""
+    variant = VARIANTS[name]
+    firsts = [Version(compat.first_supporting(k, value)) for k, (value, _) in variant.settings.items()]
+    return str(max(firsts + ([Version(variant.floor[0])] if variant.floor else [])))
+
+
+def unread_problems(name: str, training: dict) -> list[str]:
+    """The recipe's ``training:`` keys that the variant's own loss does not read, set to anything but their neutral
+    value: each a line naming the key and the fix."""
+    return [
+        f"training.{key}: {training[key]!r} does nothing with algorithm: {name} ({why}); remove it or set it to {value!r}"
+        for key, (value, why) in VARIANTS[name].unread.items()
+        if key in training and compat.canonical(key, training[key]) != value
+    ]
 
 
 def origin(name: str) -> str:
@@ -186,8 +245,10 @@ def expand(name: str, training: dict, installed: Version | None = None) -> tuple
     v = installed or compat.trl_version()
     oldest = needs(name)
     if v < Version(oldest):
-        settings = VARIANTS[name].settings.items()
+        settings, floor = VARIANTS[name].settings.items(), VARIANTS[name].floor
         lacking = [f"{k}={value!r}" for k, (value, _) in settings if v < Version(compat.first_supporting(k, value))]
+        if floor and v < Version(floor[0]):
+            lacking.append(floor[1])
         return (
             training,
             {},
@@ -196,6 +257,8 @@ def expand(name: str, training: dict, installed: Version | None = None) -> tuple
                 f"run: pip install -U 'trl>={oldest}', or choose another algorithm (grpo-ext algorithms)"
             ],
         )
+    if unread := unread_problems(name, training):
+        return training, {}, unread
     out, origins = dict(training), {}
     for key, (value, _) in VARIANTS[name].settings.items():
         if key in training:
@@ -228,4 +291,6 @@ def details(name: str) -> list[str]:
     lines += [f"  {k} = {value!r}: {why}" for k, (value, why) in variant.settings.items()]
     lines += [f"not implemented: {variant.missing}"] * bool(variant.missing)
     lines += [f"note: {note}" for note in variant.notes]
+    lines += ["the loss is grpo_ext's (no TRL version has it); these keys keep their value:"] * bool(variant.unread)
+    lines += [f"  {k} = {value!r}: {why}" for k, (value, why) in variant.unread.items()]
     return lines

@@ -43,6 +43,7 @@ from grpo_ext.run import (
     rundir,
     sampling,
     skipping,
+    tic_grpo,
     trainer,
 )
 from grpo_ext.settings import adapters, advice, compat, model_names, variants
@@ -110,6 +111,8 @@ def behaviours(recipe: Recipe) -> list:
         found.append(dynamic.DynamicSampling(groups["max_extra_rounds"]))
     if recipe.tools or recipe.environment:
         found.append(rollouts.DroppedResults())
+    if recipe["algorithm"] == "tic_grpo":  # its loss replaces TRL's: last, so the others wrap it as they wrap TRL's
+        found.append(tic_grpo.TrajectoryCorrected())
     return found
 
 

@@ -51,6 +51,9 @@ OLDEST, NEWEST = "0.19.1", "1.16.0"  # the rows CI runs
         ("luspo", NEWEST, {"loss_type": "luspo", "importance_sampling_level": "sequence"}),
         ("vespo", "0.29.1", "algorithm: vespo needs trl>=1.0 for loss_type='vespo' (installed 0.29.1)"),
         ("vespo", NEWEST, {"loss_type": "vespo", "importance_sampling_level": "token"}),
+        # TIC-GRPO's loss is grpo_ext's and reads TRL's per-token log-probabilities (0.20 on)
+        ("tic_grpo", OLDEST, "algorithm: tic_grpo needs trl>=0.20 for TRL's per-token log-probabilities"),
+        ("tic_grpo", NEWEST, {"loss_type": "grpo", "scale_rewards": "group", "beta": 0.0, "epsilon_high": 0.28}),
     ],
 )
 def test_preset_on_oldest_and_newest_trl(name, trl, expected, digit_doc):
@@ -104,8 +107,10 @@ def test_recipe_keys_win_over_the_preset(top, training, values, origins, digit_d
     [
         # a misspelt name gets a suggestion
         ("dapoo", NEWEST, "algorithm: unknown variant 'dapoo'; did you mean 'dapo'?"),
-        # a variant no TRL has is named as such
-        ("tic_grpo", NEWEST, "algorithm: 'tic_grpo' cannot be run: TIC-GRPO's trajectory-level importance correction"),
+        # a variant for another kind of model is named as such
+        ("flow_grpo", NEWEST, "algorithm: 'flow_grpo' cannot be run: Flow-GRPO trains image flow models"),
+        # grpo_ext's own TIC-GRPO loss reads what TRL 0.19 does not have
+        ("tic_grpo", OLDEST, "algorithm: tic_grpo needs trl>=0.20"),
         # the installed TRL decides: GSPO on 0.19 is refused before anything loads
         ("gspo", OLDEST, "algorithm: gspo needs trl>=0.20"),
     ],

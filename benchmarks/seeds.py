@@ -2,22 +2,24 @@
 
     python benchmarks/seeds.py [--recipe recipes/digit.yaml] [--seeds 0-7]
                                [--candidate "LABEL: KEY=VALUE KEY=VALUE" ...] [--metric digit_exact]
-                               [--keep DIR] [--log runs.jsonl]
-    python benchmarks/seeds.py --table-from runs.jsonl      # the comparison of the runs already recorded
+                               [--baseline "LABEL: KEY=VALUE ..."] [--keep DIR] [--log runs.jsonl]
+    python benchmarks/seeds.py --table-from runs.jsonl [--baseline "LABEL: ..."]   # the runs already recorded
 
 Each contestant trains the recipe once per seed (``grpo-ext train RECIPE seed=N ...`` in its
 own process, checkpoints off) and is judged by the run's own held-out ``eval after``: a seed counts as
-solved when the pass rate of ``--metric`` reaches ``--solved`` (0.9). The shipped recipe always runs
-first as ``shipped``; the candidates add their overrides to it, or name a recipe of their own with ``recipe=PATH``
+solved when the pass rate of ``--metric`` reaches ``--solved`` (0.9). The shipped recipe runs first as
+``shipped``, the contestant the others are compared with, unless ``--baseline "LABEL: KEY=VALUE ..."`` gives that
+place to the recipe with overrides of its own (variants compared with one another rather than with the recipe as
+shipped); the candidates add their overrides to the recipe, or name a recipe of their own with ``recipe=PATH``
 among them (``--candidate "tools: recipe=recipes/arith-tools.yaml"``). Seeds alternate between contestants so
 that a slow patch of the machine hits all of them alike. The last lines compare each candidate with the
-shipped recipe: seeds solved, mean pass rate after, median wall time per run, and the median training seconds until
+baseline: seeds solved, mean pass rate after, median wall time per run, and the median training seconds until
 a training batch first scored ``--metric`` at 0.9 on average (seeds where both did). Recipe paths are read from the
 current folder. Each run writes its output to ``seed-N.log`` as it trains (named on stderr when it starts, to follow
 with ``tail -f``); with ``--keep DIR`` each run stays in ``DIR/LABEL/seed-N`` with that log beside it, the layout
 ``benchmarks/health.py --tally-only`` reads.
 Each share of seeds solved and each mean pass rate has its 95% interval over seeds (``grpo_ext.results.evalstats``: the
-seed is the unit), and each candidate's per-seed pass rates are compared with the shipped recipe's on the same
+seed is the unit), and each candidate's per-seed pass rates are compared with the baseline's on the same
 seeds (paired), and with the run's own ``eval before`` (how far training moved the pass rate). With ``--log FILE``
 each finished run is appended to FILE as it ends, and a benchmark started again with the same log (after a crash,
 or with more seeds) does not run again what is already there, as long as the recipe it ran has the same settings
@@ -129,8 +131,8 @@ def seconds_to_solve(metrics: Path, metric: str, solved: float) -> float | None:
     return None
 
 
-def report(results: dict[str, list[dict]], overrides: dict[str, list[str]], solved_at: float) -> list[str]:
-    """The comparison of each contestant with ``shipped`` on the seeds every contestant ran."""
+def report(results: dict[str, list[dict]], overrides: dict[str, list[str]], solved_at: float, base: str = "shipped") -> list[str]:
+    """The comparison of each contestant with the baseline ``base`` on the seeds every contestant ran."""
     seeds = sorted(set.intersection(*({r["seed"] for r in rows} for rows in results.values())))
     results = {label: sorted((r for r in rows if r["seed"] in seeds), key=lambda r: r["seed"]) for label, rows in results.items()}
     n, lines = len(seeds), []
@@ -145,7 +147,7 @@ def report(results: dict[str, list[dict]], overrides: dict[str, list[str]], solv
     def interval(e: evalstats.Estimate) -> str:
         return "" if e.low is None else f" [{e.low:.2f}, {e.high:.2f}]"
 
-    base = stats(results["shipped"])
+    baseline = stats(results[base])
     for label, rows in results.items():
         solved, mean, wall = stats(rows)
         rates = [r["pass_rate"] for r in rows]
@@ -155,33 +157,35 @@ def report(results: dict[str, list[dict]], overrides: dict[str, list[str]], solv
             f"{label:<16} solved {solved}/{n} seeds{interval(share)}, mean pass rate {mean:.3f}{interval(spread)}, "
             f"median wall {wall:.0f} s" + (f"  [{' '.join(overrides[label])}]" if overrides[label] else "")
         )
-    candidates = [label for label in results if label != "shipped"]
-    shipped = [r["pass_rate"] for r in results["shipped"]]
+    candidates = [label for label in results if label != base]
+    based = [r["pass_rate"] for r in results[base]]
     for label in candidates:
-        diff = evalstats.paired(shipped, [r["pass_rate"] for r in results[label]], [1] * n)
-        lines.append(f"{label} vs shipped, mean pass rate on the same seeds: {evalstats.verdict(diff, 'seed')}")
+        diff = evalstats.paired(based, [r["pass_rate"] for r in results[label]], [1] * n)
+        lines.append(f"{label} vs {base}, mean pass rate on the same seeds: {evalstats.verdict(diff, 'seed')}")
     for label, rows in results.items():
         if rows and all(isinstance(r.get("before"), (int, float)) for r in rows):
             rise = evalstats.paired([r["before"] for r in rows], [r["pass_rate"] for r in rows], [1] * n)
             lines.append(f"{label} after vs before training, mean pass rate on the same seeds: {evalstats.verdict(rise, 'seed')}")
     for label in candidates:
         solved, mean, wall = stats(results[label])
-        ratio = f"{solved / base[0]:.2f}" if base[0] else "n/a (shipped solved none)"
-        lines.append(f"ratio {label}/shipped: seeds solved {ratio}, wall {wall / base[2]:.2f}" + to_solve(results, label))
+        ratio = f"{solved / baseline[0]:.2f}" if baseline[0] else f"n/a ({base} solved none)"
+        lines.append(
+            f"ratio {label}/{base}: seeds solved {ratio}, wall {wall / baseline[2]:.2f}" + to_solve(results, label, base)
+        )
     return lines
 
 
-def to_solve(results: dict[str, list[dict]], label: str) -> str:
+def to_solve(results: dict[str, list[dict]], label: str, base: str = "shipped") -> str:
     """The median training seconds until a batch first passed, over the seeds both solved that way, as a ratio."""
     pairs = [
         (a["to_solve"], b["to_solve"])
-        for a, b in zip(results["shipped"], results[label], strict=True)
+        for a, b in zip(results[base], results[label], strict=True)
         if a.get("to_solve") and b.get("to_solve")
     ]
     if not pairs:
         return ""
-    base, other = statistics.median(a for a, _ in pairs), statistics.median(b for _, b in pairs)
-    return f", training seconds until a batch passed {other:.0f} vs {base:.0f} ({other / base:.2f}, {len(pairs)} seeds)"
+    theirs, other = statistics.median(a for a, _ in pairs), statistics.median(b for _, b in pairs)
+    return f", training seconds until a batch passed {other:.0f} vs {theirs:.0f} ({other / theirs:.2f}, {len(pairs)} seeds)"
 
 
 def read_log(path: Path) -> list[dict]:
@@ -198,6 +202,11 @@ def main() -> None:
         action="append",
         default=[],
         help="'LABEL: key=value ...' overrides on top of the recipe; repeatable",
+    )
+    parser.add_argument(
+        "--baseline",
+        type=candidate,
+        help="'LABEL: key=value ...': the contestant the others are compared with, in place of the recipe as shipped",
     )
     parser.add_argument("--metric", default="digit_exact", help="the eval reward whose pass rate decides")
     parser.add_argument("--solved", type=float, default=0.9, help="pass rate that counts as solved")
@@ -219,10 +228,10 @@ def main() -> None:
         overrides = {r["label"]: r["overrides"] for r in records}
         for r in records:
             results[r["label"]].append(r)
-        print("\n".join(report(results, overrides, args.solved)))
+        print("\n".join(report(results, overrides, args.solved, args.baseline[0] if args.baseline else "shipped")))
         return
 
-    contestants = [("shipped", []), *args.candidate]
+    contestants = [args.baseline or ("shipped", []), *args.candidate]
     for label, extra in contestants:
         recipe = recipe_of(args.recipe, extra)[0]
         if not Path(recipe).is_file():
@@ -256,7 +265,7 @@ def main() -> None:
                     f"{r['steps']} steps, {r['wall']:.0f} s" + ("  (from the log)" if logged else ""),
                     flush=True,
                 )
-    print("\n".join(report(results, overrides, args.solved)))
+    print("\n".join(report(results, overrides, args.solved, contestants[0][0])))
 
 
 if __name__ == "__main__":

@@ -53,3 +53,25 @@ def test_digest_reads_from_the_current_folder_and_ignores_comments(monkeypatch, 
     assert seeds.digest("mine.yaml") == first
     (tmp_path / "mine.yaml").write_text("seed: 1\ntraining: {max_steps: 3}\n")
     assert seeds.digest("mine.yaml") != first
+
+
+def _run(label: str, seed: int, pass_rate: float, wall: float, to_solve: float | None) -> dict:
+    return {"label": label, "seed": seed, "pass_rate": pass_rate, "before": 0.1, "wall": wall, "to_solve": to_solve}
+
+
+def test_a_baseline_of_overrides_takes_the_shipped_recipes_place():
+    """With --baseline, every comparison line is against that contestant, by its label; no 'shipped' is needed."""
+    results = {
+        "grpo": [_run("grpo", 0, 1.0, 100.0, 40.0), _run("grpo", 1, 0.5, 120.0, None)],
+        "tic": [_run("tic", 0, 1.0, 110.0, 30.0), _run("tic", 1, 1.0, 130.0, 50.0)],
+    }
+    overrides = {"grpo": ["algorithm=grpo"], "tic": ["algorithm=tic_grpo"]}
+    lines = seeds.report(results, overrides, 0.9, "grpo")
+    assert lines[0].startswith("grpo             solved 1/2 seeds") and lines[0].endswith("[algorithm=grpo]")
+    assert lines[2].startswith("tic vs grpo, mean pass rate on the same seeds: ")
+    # seeds solved 2 vs 1, median wall 120 vs 110, seconds until a batch passed on seed 0 only (grpo never did on 1)
+    assert (
+        lines[-1]
+        == "ratio tic/grpo: seeds solved 2.00, wall 1.09, training seconds until a batch passed 30 vs 40 (0.75, 1 seeds)"
+    )
+    assert not any("shipped" in line for line in lines)

@@ -21,7 +21,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from grpo_ext.data import generators  # noqa: E402
 from grpo_ext.recipe import load  # noqa: E402
 
 MAX_NEW_TOKENS = 96  # room for the chatty replies of an instruct model before its number
@@ -42,7 +41,7 @@ def main() -> None:
     p.add_argument("--model", action="append", help="catalog alias, path or run directory; repeatable (default: the recipe's)")
     args = p.parse_args()
     recipe = load(args.recipe)
-    train_rows, held_rows = generators.generated(recipe["data"])
+    train_rows, held_rows = recipe.data.generated()
     train, held = sums(train_rows), sums(held_rows)
     trained = set(train)
     distinct = sorted(trained | set(held))
@@ -51,7 +50,7 @@ def main() -> None:
         f"{len(held)} held-out problems ({len(set(held))} distinct sums)"
     )
     print(f"held-out problems whose sum is also a training problem's: {sum(s in trained for s in held)} of {len(held)}")
-    models = args.model or [recipe["model"]["name"]]
+    models = args.model or [recipe.model.name]
     with tempfile.TemporaryDirectory() as tmp:
         questions = Path(tmp, "sums.jsonl")
         questions.write_text(

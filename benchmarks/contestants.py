@@ -230,7 +230,7 @@ def main() -> None:
 
         r = grpo_ext.load_recipe("digit")
         kwargs, _, _ = trainer.config_kwargs(r)
-        hardware.device_defaults(kwargs, r["model"])
+        hardware.device_defaults(kwargs, r.model.quantization is not None)
         kwargs.update(max_steps=args.max_steps, save_strategy="no")
         kwargs.pop("output_dir")
         cb = race_callback(digit["data"]["eval_prompts"], True, args.check_every, launched, record)

@@ -60,7 +60,7 @@ def planned(check: Check) -> float:
     from grpo_ext.settings import shapes
 
     recipe = load(str(HERE / check.recipe))
-    where = shapes.config_fields(recipe["model"]["name"])  # the table, even where a hub cache holds the config
+    where = shapes.config_fields(recipe.model.name)  # the table, even where a hub cache holds the config
     shape = memory.model_shape(where)
     prompt = memory.longest_prompt_tokens(recipe, where)
     # SFT's loss takes the logits of every token at once, as GRPO's did before TRL 1.15 (see logits_bytes)

@@ -33,16 +33,16 @@ def contestant(order: str, steps: int) -> None:
     overrides = [f"training.max_steps={steps}", "training.save_strategy='no'", "output_dir=/tmp/grpo_ext_step_order"]
     recipe = load("digit", overrides)
     kwargs, _, _ = trainer.config_kwargs(recipe, trainer.config_fields())
-    hardware.device_defaults(kwargs, recipe["model"])
+    hardware.device_defaults(kwargs, recipe.model.quantization is not None)
     quiet = lambda _m: None  # noqa: E731
     if order == "config-first":
         args = trainer.make_config(kwargs)
-        model, tokenizer, _ = models.load(recipe["model"], recipe.base_dir, quiet)
+        model, tokenizer, _ = models.load(recipe.model, recipe.base_dir, quiet)
     else:
-        model, tokenizer, _ = models.load(recipe["model"], recipe.base_dir, quiet)
+        model, tokenizer, _ = models.load(recipe.model, recipe.base_dir, quiet)
         args = trainer.make_config(kwargs)
-    chat = data.use_chat(recipe["data"], tokenizer)
-    rows = data.formatted(data.train_rows(recipe["data"], recipe.base_dir), recipe["data"], chat)
+    chat = data.use_chat(recipe.data, tokenizer)
+    rows = data.formatted(data.train_rows(recipe.data, recipe.base_dir), recipe.data, chat)
     grpo = trainer.make_trainer(
         model=model,
         reward_funcs=recipe.reward_funcs,

@@ -61,23 +61,23 @@ def main() -> None:
     import torch
 
     recipe = load(args.recipe)
-    model, tokenizer, _ = models.load(recipe["model"], recipe.base_dir, lambda _line: None)
-    chat_tools.prepare(tokenizer, recipe["model"], recipe.base_dir, lambda _line: None)
-    tools = {fn.__name__: fn for fn in recipe.tools}
-    if recipe.environment is not None:  # its methods, on a game reset with the first training row
-        first = data.train_rows(recipe["data"], recipe.base_dir, 1)[0]
-        game = recipe.environment()
+    model, tokenizer, _ = models.load(recipe.model, recipe.base_dir, lambda _line: None)
+    chat_tools.prepare(tokenizer, recipe.model, recipe.base_dir, lambda _line: None)
+    tools = {fn.__name__: fn for fn in recipe.tool_functions}
+    if recipe.environment_class is not None:  # its methods, on a game reset with the first training row
+        first = data.train_rows(recipe.data, recipe.base_dir, 1)[0]
+        game = recipe.environment_class()
         game.reset(**first)
-        tools |= {name: getattr(game, name) for name in tool_methods(recipe.environment)}
-    shots = exchanges(examples.messages(recipe["data"]["examples"]))
-    system = recipe["data"]["system_prompt"]
+        tools |= {name: getattr(game, name) for name in tool_methods(recipe.environment_class)}
+    shots = exchanges(examples.messages(recipe.data.examples))
+    system = recipe.data.system_prompt
     setups = {
         "the system prompt": (system, []),
         "the system prompt and one worked exchange": (system, shots[:1]),
         f"{plural(len(shots), 'worked exchange')}, no system prompt": (None, shots),
         f"the system prompt and {plural(len(shots), 'worked exchange')}": (system, shots),
     }
-    prompts = [row["prompt"] for row in data.train_rows(recipe["data"], recipe.base_dir, args.prompts)]
+    prompts = [row["prompt"] for row in data.train_rows(recipe.data, recipe.base_dir, args.prompts)]
     n = len(prompts) * args.samples
     print(f"{args.recipe}: {n} samples per line ({len(prompts)} prompts x {args.samples}), {args.tokens} tokens each")
     print(f"{'what the model was shown':<52} {'temperature':>11} {'calls':>7} {'valid':>7}")

@@ -20,7 +20,7 @@ import string
 from collections.abc import Iterator
 from pathlib import Path
 
-from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.errors import Loc, Problem, RecipeError
 from grpo_ext.core.files import special
 from grpo_ext.core.text import clip, first_line, listing
 from grpo_ext.core.values import kind_of
@@ -42,64 +42,65 @@ def kind(path: Path) -> str | None:
     return SUFFIXES.get(path.suffix.lower())
 
 
-def check_path(path: Path, key: str) -> str | None:
+def check_path(path: Path, loc: Loc) -> Problem | None:
     """One problem with a data path (missing, not a regular file or a folder, or a format not read), else None."""
     if not path.exists():
-        return f"{key}: {str(path)!r} does not exist; paths are relative to the recipe's folder"
+        return Problem(loc, f"{str(path)!r} does not exist; paths are relative to the recipe's folder")
     what = special(path)
     if what not in (None, "a folder"):  # a named pipe waits for a writer, a device reads forever: never opened
-        return f"{key}: {str(path)!r} is {what}, not a file; give a regular file ({FORMATS})"
+        return Problem(loc, f"{str(path)!r} is {what}, not a file; give a regular file ({FORMATS})")
     if kind(path) is None:
         what = "a folder without dataset_info.json or dataset_dict.json" if path.is_dir() else path.suffix or "no extension"
-        return f"{key}: {what} is not supported; use {FORMATS}"
+        return Problem(loc, f"{what} is not supported; use {FORMATS}")
     return None
 
 
-def holds_out(data_cfg: dict) -> bool:
-    """Whether the eval rows are held out of the training rows: ``eval_fraction``, or ``eval_size`` without an
-    ``eval_file`` or ``eval_split`` (whose first rows it would otherwise pick)."""
-    size_alone = data_cfg.get("eval_size") is not None and not (data_cfg.get("eval_file") or data_cfg.get("eval_split"))
-    return data_cfg.get("eval_fraction") is not None or size_alone
+def holds_out(eval_fraction: float | None, eval_size: int | None, eval_file: str | None, eval_split: str | None) -> bool:
+    """Whether a data: section's eval rows are held out of its training rows: ``eval_fraction``, or ``eval_size``
+    without an ``eval_file`` or ``eval_split`` (whose first rows it would otherwise pick)."""
+    return eval_fraction is not None or (eval_size is not None and not (eval_file or eval_split))
 
 
-def splits(path: Path, key: str = "data.file") -> list[str] | None:
+def splits(path: Path, loc: Loc = ("data", "file")) -> list[str] | None:
     """The splits of a saved DatasetDict, None for any other data path."""
     index = path / "dataset_dict.json"
     if not path.is_dir() or not index.is_file():
         return None
-    names = _saved_json(index, key, path).get("splits", [])
+    names = _saved_json(index, loc, path).get("splits", [])
     return [str(name) for name in names] if isinstance(names, list) else []
 
 
-def split_path(path: Path, split: str | None, key: str) -> Path:
+def split_path(path: Path, split: str | None, loc: Loc) -> Path:
     """The folder of one split of a saved DatasetDict (``path`` itself for anything else)."""
-    names = splits(path, key)
+    names = splits(path, loc)
     if names is None:
         return path
     if split is None:
         listed, example = ", ".join(names), f"{path.name}/{names[0]}"
-        raise RecipeError(f"{key}: {path.name} is a DatasetDict (splits: {listed}); give one split's folder, e.g. {example}")
+        raise RecipeError(
+            Problem(loc, f"{path.name} is a DatasetDict (splits: {listed}); give one split's folder, e.g. {example}")
+        )
     if split not in names:
-        raise RecipeError(f"{key}: {path.name} is a DatasetDict with splits {', '.join(names)}; no split {split!r}")
+        raise RecipeError(Problem(loc, f"{path.name} is a DatasetDict with splits {', '.join(names)}; no split {split!r}"))
     return path / split
 
 
 class BadData(RecipeError):
     """A data file that cannot be read, with the line or row and what is wrong."""
 
-    def __init__(self, key: str, path: Path, where: str, what: str):
-        super().__init__(f"{key}: {path.name}{', ' + where if where else ''}: {what}")
+    def __init__(self, loc: Loc, path: Path, where: str, what: str):
+        super().__init__(Problem(loc, f"{path.name}{', ' + where if where else ''}: {what}"))
 
 
-def _regular(path: Path, key: str, folder: Path | None = None) -> None:
+def _regular(path: Path, loc: Loc, folder: Path | None = None) -> None:
     """BadData unless ``path`` is a regular file (``folder``: the saved dataset it belongs to), asked before it is
     opened: a named pipe would wait for a writer, a device read forever."""
     what = special(path)
     if what is None:
         return
     if folder is not None:
-        raise BadData(key, folder, "", f"its {path.name} is {what}, not a file; save the dataset again with save_to_disk")
-    raise BadData(key, path, "", f"{what}, not a file; give a regular file ({FORMATS})")
+        raise BadData(loc, folder, "", f"its {path.name} is {what}, not a file; save the dataset again with save_to_disk")
+    raise BadData(loc, path, "", f"{what}, not a file; give a regular file ({FORMATS})")
 
 
 def _reader_said(exc: BaseException) -> str:
@@ -107,65 +108,65 @@ def _reader_said(exc: BaseException) -> str:
     return clip(first_line(str(exc)).split(". ")[0].rstrip(".") or type(exc).__name__, 100)
 
 
-def _saved_json(path: Path, key: str, folder: Path) -> dict:
+def _saved_json(path: Path, loc: Loc, folder: Path) -> dict:
     """One JSON file of a saved dataset folder (dataset_info.json, state.json, dataset_dict.json) as a mapping;
     BadData when it is missing, not a file, or not a JSON object."""
     if not path.exists():
-        raise BadData(key, folder, "", f"no {path.name} in the folder; save the dataset again with save_to_disk")
-    _regular(path, key, folder)
+        raise BadData(loc, folder, "", f"no {path.name} in the folder; save the dataset again with save_to_disk")
+    _regular(path, loc, folder)
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
-        raise BadData(key, folder, "", f"its {path.name} is not JSON ({_reader_said(exc)}); save the dataset again") from None
+        raise BadData(loc, folder, "", f"its {path.name} is not JSON ({_reader_said(exc)}); save the dataset again") from None
     if not isinstance(doc, dict):
-        raise BadData(key, folder, "", f"its {path.name} holds a JSON {kind_of(doc)}, not an object; save the dataset again")
+        raise BadData(loc, folder, "", f"its {path.name} holds a JSON {kind_of(doc)}, not an object; save the dataset again")
     return doc
 
 
-def _text_line(raw: bytes, number: int, key: str, path: Path) -> str:
+def _text_line(raw: bytes, number: int, loc: Loc, path: Path) -> str:
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         byte = raw[exc.start : exc.start + 1].hex()
         what = f"byte 0x{byte} at column {exc.start + 1} is not UTF-8; save the file as UTF-8"
-        raise BadData(key, path, f"line {number}", what) from None
+        raise BadData(loc, path, f"line {number}", what) from None
 
 
-def _json_line(text: str, number: int, key: str, path: Path) -> dict:
+def _json_line(text: str, number: int, loc: Loc, path: Path) -> dict:
     try:
         row = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise BadData(key, path, f"line {number}", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
+        raise BadData(loc, path, f"line {number}", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
     except RecursionError:
-        raise BadData(key, path, f"line {number}", "JSON nested too deeply to read; a row is an object of columns") from None
+        raise BadData(loc, path, f"line {number}", "JSON nested too deeply to read; a row is an object of columns") from None
     if not isinstance(row, dict):
-        raise BadData(key, path, f"line {number}", f"a row is a JSON object of columns, got {kind_of(row)}")
+        raise BadData(loc, path, f"line {number}", f"a row is a JSON object of columns, got {kind_of(row)}")
     return row
 
 
-def _json_lines(path: Path, key: str) -> Iterator[tuple[str, dict]]:
+def _json_lines(path: Path, loc: Loc) -> Iterator[tuple[str, dict]]:
     with path.open("rb") as f:
         for number, raw in enumerate(f, 1):
-            text = _text_line(raw, number, key, path).strip()
+            text = _text_line(raw, number, loc, path).strip()
             if text:
-                yield f"line {number}", _json_line(text, number, key, path)
+                yield f"line {number}", _json_line(text, number, loc, path)
 
 
-def _json_array(path: Path, key: str) -> Iterator[tuple[str, dict]]:
+def _json_array(path: Path, loc: Loc) -> Iterator[tuple[str, dict]]:
     try:
         rows = json.loads(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         line = path.read_bytes()[: exc.start].count(b"\n") + 1
-        raise BadData(key, path, f"line {line}", "a byte is not UTF-8; save the file as UTF-8") from None
+        raise BadData(loc, path, f"line {line}", "a byte is not UTF-8; save the file as UTF-8") from None
     except json.JSONDecodeError as exc:
-        raise BadData(key, path, f"line {exc.lineno}", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
+        raise BadData(loc, path, f"line {exc.lineno}", f"malformed JSON: {exc.msg} at column {exc.colno}") from None
     except RecursionError:
-        raise BadData(key, path, "", "JSON nested too deeply to read; a .json file is one array of row objects") from None
+        raise BadData(loc, path, "", "JSON nested too deeply to read; a .json file is one array of row objects") from None
     if not isinstance(rows, list):
-        raise BadData(key, path, "", f"a .json file is JSON Lines or one array of row objects, not {kind_of(rows)}")
+        raise BadData(loc, path, "", f"a .json file is JSON Lines or one array of row objects, not {kind_of(rows)}")
     for i, row in enumerate(rows):
         if not isinstance(row, dict):
-            raise BadData(key, path, f"row {i + 1}", f"a row is a JSON object of columns, got {kind_of(row)}")
+            raise BadData(loc, path, f"row {i + 1}", f"a row is a JSON object of columns, got {kind_of(row)}")
         yield f"row {i + 1}", row
 
 
@@ -177,10 +178,10 @@ def _is_array(path: Path) -> bool:
         return f.read(4096).lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"[")
 
 
-def _csv_rows(path: Path, key: str) -> Iterator[tuple[str, dict]]:
+def _csv_rows(path: Path, loc: Loc) -> Iterator[tuple[str, dict]]:
     with path.open("rb") as f:  # every line is UTF-8, checked line by line so that the error names the line
         for number, raw in enumerate(f, 1):
-            _text_line(raw, number, key, path)
+            _text_line(raw, number, loc, path)
     with path.open(encoding="utf-8-sig", newline="") as f:
         reader = csv.reader(f)
         try:
@@ -191,10 +192,10 @@ def _csv_rows(path: Path, key: str) -> Iterator[tuple[str, dict]]:
                 if not row:
                     continue
                 if len(row) != len(header):
-                    raise BadData(key, path, f"line {reader.line_num}", f"{len(row)} fields, the header has {len(header)}")
+                    raise BadData(loc, path, f"line {reader.line_num}", f"{len(row)} fields, the header has {len(header)}")
                 yield f"line {reader.line_num}", dict(zip(header, row, strict=True))
         except csv.Error as exc:  # a field past csv's limit of 131,072 characters, a quote where none may be
-            raise BadData(key, path, f"line {reader.line_num}", f"not readable as CSV: {exc}") from None
+            raise BadData(loc, path, f"line {reader.line_num}", f"not readable as CSV: {exc}") from None
 
 
 def _unreadable(path: Path) -> str:
@@ -212,19 +213,19 @@ def _arrow_errors() -> tuple[type[BaseException], ...]:
     return (pa.ArrowException, OSError, ValueError)
 
 
-def _arrow_batches(path: Path, key: str) -> Iterator:
+def _arrow_batches(path: Path, loc: Loc) -> Iterator:
     """Record batches of a parquet file or of a saved dataset's arrow files, read lazily."""
     if path.is_dir():
         import pyarrow as pa
 
-        files = _saved_json(path / "state.json", key, path).get("_data_files", [])
+        files = _saved_json(path / "state.json", loc, path).get("_data_files", [])
         names = [entry.get("filename") if isinstance(entry, dict) else None for entry in files]
         if not all(isinstance(name, str) for name in names):
-            raise BadData(key, path, "", "its state.json lists its data files without their names; save the dataset again")
+            raise BadData(loc, path, "", "its state.json lists its data files without their names; save the dataset again")
         for name in names:
             if not (path / name).exists():
-                raise BadData(key, path, "", f"its {name} is missing; save the dataset again with save_to_disk")
-            _regular(path / name, key, path)
+                raise BadData(loc, path, "", f"its {name} is missing; save the dataset again with save_to_disk")
+            _regular(path / name, loc, path)
             with pa.memory_map(str(path / name)) as source:
                 yield from pa.ipc.open_stream(source)
     else:
@@ -233,60 +234,60 @@ def _arrow_batches(path: Path, key: str) -> Iterator:
         yield from pq.ParquetFile(str(path)).iter_batches(batch_size=1024)
 
 
-def _arrow_rows(path: Path, key: str) -> Iterator[tuple[str, dict]]:
+def _arrow_rows(path: Path, loc: Loc) -> Iterator[tuple[str, dict]]:
     n = 0
     try:
-        for batch in _arrow_batches(path, key):
+        for batch in _arrow_batches(path, loc):
             for row in batch.to_pylist():
                 n += 1
                 yield f"row {n}", row
     except _arrow_errors() as exc:
-        raise BadData(key, path, f"after row {n}" if n else "", _unreadable(path).format(_reader_said(exc))) from None
+        raise BadData(loc, path, f"after row {n}" if n else "", _unreadable(path).format(_reader_said(exc))) from None
 
 
-def rows(path: Path, key: str) -> Iterator[tuple[str, dict]]:
+def rows(path: Path, loc: Loc) -> Iterator[tuple[str, dict]]:
     """(where, row) for each record of a data path (one split's folder for a DatasetDict), one at a time."""
     builder = kind(path)
     if builder != SAVED:
-        _regular(path, key)
+        _regular(path, loc)
     if builder == "csv":
-        return _csv_rows(path, key)
+        return _csv_rows(path, loc)
     if builder in ("parquet", SAVED):
-        return _arrow_rows(path, key)
-    return _json_array(path, key) if _is_array(path) else _json_lines(path, key)
+        return _arrow_rows(path, loc)
+    return _json_array(path, loc) if _is_array(path) else _json_lines(path, loc)
 
 
-def columns(path: Path, key: str) -> list[str]:
+def columns(path: Path, loc: Loc) -> list[str]:
     """The column names of a data path, from its first row, header or schema (not the whole file)."""
-    found = _columns(path, key)
+    found = _columns(path, loc)
     if not found:
-        raise BadData(key, path, "", "the file has no rows" if path.is_file() else "the dataset has no columns")
+        raise BadData(loc, path, "", "the file has no rows" if path.is_file() else "the dataset has no columns")
     return found
 
 
-def _columns(path: Path, key: str) -> list[str]:
+def _columns(path: Path, loc: Loc) -> list[str]:
     builder = kind(path)
     if builder == SAVED:
-        features = _saved_json(path / "dataset_info.json", key, path).get("features") or {}
+        features = _saved_json(path / "dataset_info.json", loc, path).get("features") or {}
         return [str(name) for name in features] if isinstance(features, dict) else []
-    _regular(path, key)
+    _regular(path, loc)
     if builder == "parquet":
         import pyarrow.parquet as pq
 
         try:
             return list(pq.read_schema(str(path)).names)
         except _arrow_errors() as exc:
-            raise BadData(key, path, "", _unreadable(path).format(_reader_said(exc))) from None
+            raise BadData(loc, path, "", _unreadable(path).format(_reader_said(exc))) from None
     if builder == "csv":
         with path.open("rb") as f:
-            first = _text_line(f.readline(), 1, key, path)
+            first = _text_line(f.readline(), 1, loc, path)
         try:
             return next(csv.reader(io.StringIO(first.lstrip("\ufeff"))), [])
         except csv.Error as exc:
-            raise BadData(key, path, "line 1", f"not readable as CSV: {exc}") from None
+            raise BadData(loc, path, "line 1", f"not readable as CSV: {exc}") from None
     if _is_array(path):
-        return next((list(row) for _, row in _json_array(path, key)), [])
-    return next((list(row) for _, row in _json_lines(path, key)), [])
+        return next((list(row) for _, row in _json_array(path, loc)), [])
+    return next((list(row) for _, row in _json_lines(path, loc)), [])
 
 
 def template_fields(template: str) -> list[str]:
@@ -305,23 +306,22 @@ def template_fields(template: str) -> list[str]:
     return names
 
 
-def prompt_rule(cols: list[str], data_cfg: dict, key: str) -> tuple[str, object]:
-    """How a row's prompt is made from these columns: ("template", fields), ("column", name) or, for rows of
-    whole conversations without a ``prompt`` column, ("messages", MESSAGES); RecipeError naming the columns
-    present when none applies."""
+def prompt_rule(cols: list[str], template: str | None, column: str, rows: str) -> tuple[str, object]:
+    """How a row's prompt is made from these columns, by ``data.prompt_template`` or else ``data.prompt_column``:
+    ("template", fields), ("column", name) or, for rows of whole conversations without a ``prompt`` column,
+    ("messages", MESSAGES); RecipeError naming the ``rows`` and the columns present when none applies."""
     present = listing(cols)
-    if data_cfg.get("prompt_template"):
-        missing = [f for f in template_fields(data_cfg["prompt_template"]) if f not in cols]
+    if template:
+        missing = [f for f in template_fields(template) if f not in cols]
         if missing:
-            raise RecipeError(f"data.prompt_template: {key} has no column {missing[0]!r} (columns: {present})")
-        return "template", template_fields(data_cfg["prompt_template"])
-    column = data_cfg["prompt_column"]
+            raise RecipeError(Problem(("data", "prompt_template"), f"{rows} has no column {missing[0]!r} (columns: {present})"))
+        return "template", template_fields(template)
     if column in cols:
         return "column", column
     if column == "prompt" and MESSAGES in cols:
         return "messages", MESSAGES
     hint = "; set data.prompt_column or data.prompt_template" if cols else ""
-    raise RecipeError(f"data.prompt_column: {key} has no column {column!r} (columns: {present}){hint}")
+    raise RecipeError(Problem(("data", "prompt_column"), f"{rows} has no column {column!r} (columns: {present}){hint}"))
 
 
 def is_messages(value) -> bool:
@@ -362,7 +362,7 @@ def oversized(prompt) -> str | None:
     return f"the prompt is {size:,} characters; a prompt is at most {MAX_PROMPT_CHARS:,}: shorten it or leave the row out"
 
 
-def scan(path: Path, key: str, rule: tuple[str, object], template: str | None) -> tuple[int, list[str]]:
+def scan(path: Path, loc: Loc, rule: tuple[str, object], template: str | None) -> tuple[int, list[str]]:
     """Read every row once and stop at the first bad one (BadData naming its line or row): a prompt that is not
     text or messages or is longer than MAX_PROMPT_CHARS, prompts of both forms, or a row whose columns differ
     from the first row's.
@@ -370,7 +370,7 @@ def scan(path: Path, key: str, rule: tuple[str, object], template: str | None) -
     first: dict | None = None
     form = None
     n = 0
-    for where, row in rows(path, key):
+    for where, row in rows(path, loc):
         n += 1
         if first is None:
             first = row
@@ -379,19 +379,19 @@ def scan(path: Path, key: str, rule: tuple[str, object], template: str | None) -
             parts = [f"no column {listing(list(map(repr, missing)))}"] if missing else []
             parts += [f"extra column {listing(list(map(repr, extra)))}"] if extra else []
             said = f"{'; '.join(parts)} (the first row has: {listing(list(first))})"
-            raise BadData(key, path, where, f"{said}; give every row the same columns")
+            raise BadData(loc, path, where, f"{said}; give every row the same columns")
         try:
             prompt = prompt_of(row, rule, template)
         except ValueError as exc:
-            raise BadData(key, path, where, str(exc)) from None
+            raise BadData(loc, path, where, str(exc)) from None
         too_long = oversized(prompt)
         if too_long:
-            raise BadData(key, path, where, too_long)
+            raise BadData(loc, path, where, too_long)
         this = "text" if isinstance(prompt, str) else "chat messages"
         if form is None:
             form = this
         elif this != form:
-            raise BadData(key, path, where, f"the prompt is {this}, the first row's is {form}; use one form for every row")
+            raise BadData(loc, path, where, f"the prompt is {this}, the first row's is {form}; use one form for every row")
     if n == 0:
-        raise BadData(key, path, "", "the file has no rows")
+        raise BadData(loc, path, "", "the file has no rows")
     return n, list(first)

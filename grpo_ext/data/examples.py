@@ -16,6 +16,7 @@ that rows of one dataset share one column type whatever each tool's arguments ar
 
 import json
 
+from grpo_ext.core.errors import Loc, Problem
 from grpo_ext.core.text import shown
 from grpo_ext.core.values import kind_of
 
@@ -23,66 +24,75 @@ ROLES = ("user", "assistant", "tool")
 SHAPE = "a list of chat messages, e.g. [{role: user, content: '2+3?'}, {role: assistant, content: '5'}]"
 
 
-def check(value, where: str = "data.examples") -> list[str]:
-    """Problems with ``data.examples``, one line each (none for null)."""
+def check(value, loc: Loc = ("data", "examples")) -> list[Problem]:
+    """Problems with ``data.examples`` (at ``loc``), one each (none for null)."""
     if value is None:
         return []
     if not isinstance(value, list) or not value:
         got = "an empty list" if value == [] else f"{kind_of(value)} {shown(value, 40)}"
-        return [f"{where}: {SHAPE}, got {got}"]
+        return [Problem(loc, f"{SHAPE}, got {got}")]
     problems = []
     for i, message in enumerate(value):
-        at = f"{where}[{i}]"
+        at = (*loc, i)
         if not isinstance(message, dict):
-            problems.append(f"{at}: a message is a mapping with a role ({', '.join(ROLES)}), got {shown(message, 60)}")
+            problems.append(Problem(at, f"a message is a mapping with a role ({', '.join(ROLES)}), got {shown(message, 60)}"))
             continue
-        if message.get("role") not in ROLES:
-            role, roles = shown(message.get("role")), ", ".join(ROLES)
-            problems.append(f"{at}.role: {role} is not a role of an example; use {roles} (a system prompt: data.system_prompt)")
+        role = message.get("role")
+        if role not in ROLES:
+            roles = ", ".join(ROLES)
+            problems.append(
+                Problem(
+                    (*at, "role"), f"{shown(role)} is not a role of an example; use {roles} (a system prompt: data.system_prompt)"
+                )
+            )
             continue
-        allowed = {"role", "content"} | ({"tool_calls"} if message["role"] == "assistant" else set())
-        allowed |= {"name"} if message["role"] == "tool" else set()
+        allowed = {"role", "content"} | ({"tool_calls"} if role == "assistant" else set())
+        allowed |= {"name"} if role == "tool" else set()
         extra = sorted(set(message) - allowed)
         if extra:
-            problems.append(f"{at}: a {message['role']} message takes {', '.join(sorted(allowed))}, not {', '.join(extra)}")
+            problems.append(Problem(at, f"a {role} message takes {', '.join(sorted(allowed))}, not {', '.join(extra)}"))
         calls = message.get("tool_calls")
         content = message.get("content", "" if calls else None)
         if not isinstance(content, str):
-            problems.append(f"{at}.content: the message's text, a string, got {kind_of(content)} {shown(content, 40)}")
-        if calls is not None and message["role"] == "assistant":
-            problems.extend(_check_calls(calls, f"{at}.tool_calls"))
+            problems.append(
+                Problem((*at, "content"), f"the message's text, a string, got {kind_of(content)} {shown(content, 40)}")
+            )
+        if calls is not None and role == "assistant":
+            problems.extend(_check_calls(calls, (*at, "tool_calls")))
             following = value[i + 1] if i + 1 < len(value) else None
             if not isinstance(following, dict) or following.get("role") != "tool":
-                problems.append(f"{at}: calls a tool, and no tool result follows; give each call its result (role: tool)")
-        if message["role"] == "tool" and not isinstance(message.get("name"), str):
-            problems.append(f"{at}.name: a tool result names the tool that gave it, e.g. name: calculator")
+                problems.append(Problem(at, "calls a tool, and no tool result follows; give each call its result (role: tool)"))
+        if role == "tool" and not isinstance(message.get("name"), str):
+            problems.append(Problem((*at, "name"), "a tool result names the tool that gave it, e.g. name: calculator"))
     if isinstance(value[-1], dict) and value[-1].get("role") == "user":
-        problems.append(f"{where}: ends with a user message; end each example with the assistant's reply")
+        problems.append(Problem(loc, "ends with a user message; end each example with the assistant's reply"))
     return problems
 
 
-def _check_calls(calls, where: str) -> list[str]:
+def _check_calls(calls, loc: Loc) -> list[Problem]:
     if not isinstance(calls, list) or not calls:
-        return [f"{where}: a list of calls, e.g. [{{name: calculator, arguments: {{expression: '9 + 4'}}}}]"]
+        return [Problem(loc, "a list of calls, e.g. [{name: calculator, arguments: {expression: '9 + 4'}}]")]
     problems = []
     for j, call in enumerate(calls):
         if not isinstance(call, dict) or not isinstance(call.get("name"), str) or not isinstance(call.get("arguments", {}), dict):
-            problems.append(f"{where}[{j}]: a call is {{name: TOOL, arguments: {{ARGUMENT: VALUE}}}}, got {shown(call, 60)}")
+            problems.append(
+                Problem((*loc, j), f"a call is {{name: TOOL, arguments: {{ARGUMENT: VALUE}}}}, got {shown(call, 60)}")
+            )
         elif set(call) - {"name", "arguments"}:
             extra = ", ".join(sorted(set(call) - {"name", "arguments"}))
-            problems.append(f"{where}[{j}]: a call takes name and arguments, not {extra}")
+            problems.append(Problem((*loc, j), f"a call takes name and arguments, not {extra}"))
     return problems
 
 
-def called(value) -> list[tuple[str, str, dict | None]]:
+def called(value) -> list[tuple[Loc, str, dict | None]]:
     """(key path, tool name, arguments or None) of each tool call and each tool result in checked examples, to hold
     against the recipe's tools."""
-    found = []
+    found: list[tuple[Loc, str, dict | None]] = []
     for i, message in enumerate(value or []):
         for j, call in enumerate(message.get("tool_calls") or []):
-            found.append((f"data.examples[{i}].tool_calls[{j}]", call["name"], call.get("arguments") or {}))
+            found.append((("data", "examples", i, "tool_calls", j), call["name"], call.get("arguments") or {}))
         if message["role"] == "tool":
-            found.append((f"data.examples[{i}]", message["name"], None))
+            found.append((("data", "examples", i), message["name"], None))
     return found
 
 

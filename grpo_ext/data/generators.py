@@ -9,7 +9,7 @@ import inspect
 import random
 from pathlib import Path
 
-from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.errors import Problem, RecipeError
 from grpo_ext.core.text import shown, suggest
 from grpo_ext.settings.limits import MAX_ROWS
 
@@ -75,27 +75,29 @@ GENERATORS = {"arith": arith, "guess": guess}
 COUNTS = ("train", "held_out")  # the generators' arguments that count rows: whole numbers from 0 to MAX_ROWS
 
 
-def check_source(name: str, args: dict) -> list[str]:
+def check_source(name: str, args: dict) -> list[Problem]:
     """Problems with ``data.source`` and ``data.source_args``, without generating anything."""
     if name not in GENERATORS:
         # a path is the likeliest slip: "source" reads as "where my rows are"
         looks_like_file = isinstance(name, str) and ("/" in name or Path(name).suffix != "")
         hint = f"; for a file of your own write file: {name} in place of source" if looks_like_file else suggest(name, GENERATORS)
-        return [f"data.source: unknown generator {shown(name)}{hint}"]
+        return [Problem(("data", "source"), f"unknown generator {shown(name)}{hint}")]
     try:
         inspect.signature(GENERATORS[name]).bind(**args)
     except TypeError as exc:
         params = ", ".join(inspect.signature(GENERATORS[name]).parameters)
-        return [f"data.source_args: {exc} (arguments of {name!r}: {params})"]
+        return [Problem(("data", "source_args"), f"{exc} (arguments of {name!r}: {params})")]
     return [
-        f"data.source_args.{key}: must be a whole number from 0 to {MAX_ROWS}, got {shown(args[key])}"
+        Problem(("data", "source_args", key), f"must be a whole number from 0 to {MAX_ROWS}, got {shown(args[key])}")
         for key in COUNTS
         if key in args and (isinstance(args[key], bool) or not isinstance(args[key], int) or not 0 <= args[key] <= MAX_ROWS)
     ]
 
 
-def generated(data_cfg: dict) -> tuple[list[dict], list[dict]]:
+def generated(source: str, args: dict) -> tuple[list[dict], list[dict]]:
+    """(training rows, held-out rows) of the generator ``source`` (``data.source``) called with ``args``
+    (``data.source_args``, checked by ``check_source``)."""
     try:
-        return GENERATORS[data_cfg["source"]](**data_cfg["source_args"])
+        return GENERATORS[source](**args)
     except ValueError as exc:
-        raise RecipeError(f"data.source_args: {exc}") from None
+        raise RecipeError(Problem(("data", "source_args"), str(exc))) from None

@@ -19,10 +19,12 @@ column (``eval_prompts``, or the eval file's name).
 
 import math
 import random
+from collections.abc import Mapping
 from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
-from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.errors import Loc, Problem, RecipeError
 from grpo_ext.core.text import plural, shown
 
 COLUMN = "source"  # the column naming each row's source, in training and in the eval
@@ -32,25 +34,30 @@ SHARED_KEYS = (*WHOLE, "system_prompt", "examples")  # what a data: section keep
 HELD_KEYS = ("eval_prompts", "eval_file", "eval_size")  # beside a mixture: a held-out set for the whole mixture
 
 
-def label(entry: dict) -> str:
-    """A source's name: its ``name``, else its file's name, its generator, its hub id, or ``prompts``."""
-    if entry.get("name"):
-        return entry["name"]
-    if entry.get("file"):
-        return Path(entry["file"]).name
-    return entry.get("source") or entry.get("hub") or "prompts"
+def label(name: str | None, file: str | None, source: str | None, hub: str | None) -> str:
+    """A source's name: its ``name``, else its file's name, its generator, its hub id, or ``prompts``.
+
+    >>> label(None, "sets/a.jsonl", None, None), label(None, None, None, "org/ds"), label(None, None, None, None)
+    ('a.jsonl', 'org/ds', 'prompts')
+    """
+    if name:
+        return name
+    if file:
+        return Path(file).name
+    return source or hub or "prompts"
 
 
-def held(data_cfg: dict) -> tuple[str, str] | None:
-    """The held-out set of the whole mixture, as (the ``source`` its rows carry, the key that names it); None without.
+def held(eval_prompts: list | None, eval_file: str | None) -> tuple[str, str] | None:
+    """The held-out set of the whole mixture, given by the data: section's ``eval_prompts`` or ``eval_file``, as (the
+    ``source`` its rows carry, the key that names it); None without.
 
-    >>> held({"eval_prompts": ["2+2?"]}), held({"eval_file": "sets/held.jsonl"}), held({"eval_file": None})
+    >>> held(["2+2?"], None), held(None, "sets/held.jsonl"), held(None, None)
     (('eval_prompts', 'data.eval_prompts'), ('held.jsonl', 'data.eval_file held.jsonl'), None)
     """
-    if data_cfg.get("eval_prompts") is not None:
+    if eval_prompts is not None:
         return "eval_prompts", "data.eval_prompts"
-    if data_cfg.get("eval_file"):
-        name = Path(data_cfg["eval_file"]).name
+    if eval_file:
+        name = Path(eval_file).name
         return name, f"data.eval_file {name}"
     return None
 
@@ -62,55 +69,59 @@ def has_own_eval(entry: dict) -> bool:
     return any(entry.get(key) is not None for key in own)
 
 
-def config(data_cfg: dict, entry: dict) -> dict:
-    """The data: section of one source, as a recipe of that source alone would have it: the mixture's ``chat``,
-    and its ``system_prompt`` and ``examples`` unless the source has its own."""
+def config(data_cfg: Mapping[str, Any], entry: Mapping[str, Any]) -> dict[str, Any]:
+    """The data: section of one source (``entry``, a mapping of its keys), as a recipe of that source alone would have
+    it: the mixture's ``chat``, and its ``system_prompt`` and ``examples`` unless the source has its own."""
     own = {key: value for key, value in entry.items() if key not in OWN_KEYS}
     shared = {"chat": data_cfg.get("chat", "auto"), "mixture": None, "size": None}
     heads = {key: entry.get(key) or data_cfg.get(key) for key in ("system_prompt", "examples")}
     return {**own, **shared, **heads}
 
 
-def within(text: str, i: int) -> str:
-    """A problem (or the rows named) of one source, named by its place in the mixture.
+def within(problem: Problem, i: int) -> Problem:
+    """A problem found in one source, checked as a data: section of its own, moved to the source's key path.
 
-    >>> within("data.file: a.csv, line 3: 2 fields", 1), within("the training rows (data.file a.csv)", 0)
-    ('data.mixture[1].file: a.csv, line 3: 2 fields', 'the training rows (data.mixture[0].file a.csv)')
+    >>> str(within(Problem(("data", "file"), "a.csv, line 3: 2 fields"), 1))
+    'data.mixture[1].file: a.csv, line 3: 2 fields'
     """
-    if text.startswith(("data.", "data:")):
-        return f"data.mixture[{i}]{text[4:]}"
-    return text.replace("(data.", f"(data.mixture[{i}].", 1)
+    return problem.moved(("data",), ("data", "mixture", i))
 
 
-def check(entries: list[dict], size: int | None) -> list[str]:
+def check(entries: list[dict], size: int | None) -> list[Problem]:
     """Problems with the mixture's own keys: weight or rows on each source, positive weights, distinct names, and
     a ``size`` that leaves rows for the weighted sources. A key that failed its own check is absent and skipped."""
     problems = []
     names: dict[str, int] = {}
     for i, entry in enumerate(entries):
-        where = f"data.mixture[{i}]"
+        where: Loc = ("data", "mixture", i)
         if "weight" not in entry or "rows" not in entry:
             continue
         weight, rows = entry["weight"], entry["rows"]
         if weight is not None and rows is not None:
-            problems.append(f"{where}: gives weight and rows; keep weight (a share of the mixture) or rows (a count)")
+            problems.append(Problem(where, "gives weight and rows; keep weight (a share of the mixture) or rows (a count)"))
         elif weight is None and rows is None:
-            problems.append(f"{where}: give weight (a share of the mixture, e.g. weight: 1) or rows (a number of rows)")
+            problems.append(Problem(where, "give weight (a share of the mixture, e.g. weight: 1) or rows (a number of rows)"))
         elif weight is not None and not (math.isfinite(weight) and weight > 0):
-            problems.append(f"{where}.weight: must be a positive number, got {shown(weight)}; leave a source out to drop it")
-        name = label(entry)
+            problems.append(
+                Problem((*where, "weight"), f"must be a positive number, got {shown(weight)}; leave a source out to drop it")
+            )
+        name = label(entry.get("name"), entry.get("file"), entry.get("source"), entry.get("hub"))
         if name in names:
             problems.append(
-                f"{where}: has the name {name!r}, as data.mixture[{names[name]}] has; give each source its own name: key"
+                Problem(where, f"has the name {name!r}, as data.mixture[{names[name]}] has; give each source its own name: key")
             )
         names.setdefault(name, i)
     if size is None or problems or any("weight" not in e or "rows" not in e for e in entries):
         return problems
     fixed = sum(e["rows"] for e in entries if e["rows"] is not None)
     if all(e["weight"] is None for e in entries):
-        problems.append(f"data.size: every source gives rows ({fixed} in all); leave size out, or give a source a weight")
+        problems.append(
+            Problem(("data", "size"), f"every source gives rows ({fixed} in all); leave size out, or give a source a weight")
+        )
     elif size <= fixed:
-        problems.append(f"data.size: {size} leaves no rows for the weighted sources after the rows: of the others ({fixed})")
+        problems.append(
+            Problem(("data", "size"), f"{size} leaves no rows for the weighted sources after the rows: of the others ({fixed})")
+        )
     return problems
 
 
@@ -131,39 +142,43 @@ def apportion(total: int, weights: list) -> list[int]:
     return parts
 
 
-def plan(entries: list[dict], available: list[int | None], size: int | None) -> list[int | None]:
-    """Training rows to take of each source: its ``rows``, or its weight's share of ``size`` less the fixed rows,
-    or, without ``size``, of the largest mixture that repeats no row. None where that depends on a source whose
-    rows are not counted yet (a hub dataset before it is fetched).
+def plan(weights: list[float | None], rows: list[int | None], available: list[int | None], size: int | None) -> list[int | None]:
+    """Training rows to take of each source, by its ``weight`` or ``rows`` (one of them is None): its ``rows``, or
+    its weight's share of ``size`` less the fixed rows, or, without ``size``, of the largest mixture that repeats no
+    row. None where that depends on a source whose rows are not counted yet (a hub dataset before it is fetched).
 
-    >>> plan([{"weight": 2, "rows": None}, {"weight": 1, "rows": None}], [100, 30], None)
+    >>> plan([2, 1], [None, None], [100, 30], None)
     [60, 30]
-    >>> plan([{"weight": 1, "rows": None}, {"weight": None, "rows": 5}], [100, 3], 25)
+    >>> plan([1, None], [None, 5], [100, 3], 25)
     [20, 5]
     """
-    counts: list[int | None] = [e["rows"] for e in entries]
-    weighted = [i for i, e in enumerate(entries) if e["rows"] is None]
+    counts: list[int | None] = list(rows)
+    weighted = [i for i, n in enumerate(rows) if n is None]
     if not weighted:
         return counts
-    weights = [Fraction(str(entries[i]["weight"])) for i in weighted]
+    shares = [Fraction(str(weights[i])) for i in weighted]
+    have = [available[i] for i in weighted]
+    counted = [n for n in have if n is not None]
     if size is not None:
         total = size - sum(c for c in counts if c is not None)
-    elif any(available[i] is None for i in weighted):
+    elif len(counted) < len(have):
         return counts
     else:  # a share never passes its source's rows: the floor keeps each exact share within them, so does rounding up
-        total = min(math.floor(available[i] * sum(weights) / w) for i, w in zip(weighted, weights, strict=True))
-    for i, part in zip(weighted, apportion(total, weights), strict=True):
+        total = min(math.floor(n * sum(shares) / w) for n, w in zip(counted, shares, strict=True))
+    for i, part in zip(weighted, apportion(total, shares), strict=True):
         counts[i] = part
     return counts
 
 
-def shortfalls(names: list[str], entries: list[dict], counts: list[int | None], available: list[int | None]) -> list[str]:
+def shortfalls(
+    names: list[str], weights: list[float | None], rows: list[int | None], counts: list[int | None], available: list[int | None]
+) -> list[str]:
     """One line for each source asked for more rows than it has, and one for a weighted source whose share is none."""
     notes = []
-    for name, entry, count, have in zip(names, entries, counts, available, strict=True):
+    for name, weight, fixed, count, have in zip(names, weights, rows, counts, available, strict=True):
         if count is None or have is None:
             continue
-        asked = f"rows: {entry['rows']}" if entry["rows"] is not None else f"weight {entry['weight']:g}"
+        asked = f"rows: {fixed}" if fixed is not None else f"weight {weight:g}"
         if count > have:
             notes.append(
                 f"data: mixture: {name}: {asked} asks for {plural(count, 'row')}, it has {have}; every row is used and "
@@ -267,8 +282,11 @@ def one_kind(rows: list[dict]) -> list[str]:
         elif len(found) > 1:
             (a, first), (b, second) = list(found.items())[:2]
             raise RecipeError(
-                f"data.mixture: column {key!r} holds {a} in {first} and {b} in {second}; give it one kind in every "
-                "source, or rename it in one"
+                Problem(
+                    ("data", "mixture"),
+                    f"column {key!r} holds {a} in {first} and {b} in {second}; give it one kind in every source, or rename "
+                    "it in one",
+                )
             )
     return notes
 

@@ -30,7 +30,7 @@ import inspect
 from pathlib import Path
 
 from grpo_ext.core import references
-from grpo_ext.core.errors import RunError
+from grpo_ext.core.errors import Loc, Problem, RunError, problem, where
 from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import shown
 from grpo_ext.core.values import kind_of
@@ -41,28 +41,31 @@ from grpo_ext.tools import check_environment, check_names, check_reset, check_to
 from grpo_ext.tools.checks import tool_methods
 
 PATH_ARGS = ("path", "folder")  # the library factories' file and folder arguments, relative to the recipe
+ARGS: Loc = ("environment", "args")
 
 
-def check(top: dict, base_dir: Path, problems: list[str]) -> tuple[list, object | None]:
+def check(top: dict, base_dir: Path, problems: list[Problem]) -> tuple[list, type | None]:
     """(the tools built, in order; the environment class or None) for a recipe's top level, problems appended."""
     entries = top.get("tools") or []
     env_ref = top.get("environment")
     if not entries and env_ref is None:
         return [], None
     if not isinstance(entries, list):
-        problems.append(f"tools: a list of tool names or mappings with name and args, got {kind_of(entries)}")
+        problems.append(Problem(("tools",), f"a list of tool names or mappings with name and args, got {kind_of(entries)}"))
         return [], None
     for key in ("tools",) * bool(entries) + ("environment",) * (env_ref is not None):
-        problem = compat.tools_problem(key)
-        if problem:
-            problems.append(problem)
+        refused = compat.tools_problem(key)
+        if refused:
+            problems.append(problem(refused))
             return [], None
     if (top.get("data") or {}).get("chat") is False:
         key = "tools" if entries else "environment"
-        problems.append(f"{key}: the model sees its tools through the chat template, and data.chat is false; set data.chat: auto")
+        problems.append(
+            Problem((key,), "the model sees its tools through the chat template, and data.chat is false; set data.chat: auto")
+        )
     built, names = [], {}
     for i, entry in enumerate(entries):
-        tool = _tool(entry, f"tools[{i}]", base_dir, problems)
+        tool = _tool(entry, ("tools", i), base_dir, problems)
         if tool is not None:
             built.append(tool)
             names[f"tools[{i}]"] = getattr(tool, "__name__", "")
@@ -71,33 +74,36 @@ def check(top: dict, base_dir: Path, problems: list[str]) -> tuple[list, object 
         environment = _environment(env_ref, base_dir, problems)
         if environment is not None:
             names.update({f"environment.{n}": n for n in tool_methods(environment)})
-    problems.extend(check_names(names))
+    problems.extend(map(problem, check_names(names)))
     return built, environment
 
 
-def check_calls(turns: list[dict], tools: list, environment) -> list[str]:
+def check_calls(turns: list[dict], tools: list, environment: type | None) -> list[Problem]:
     """Each tool call of the worked examples (``data.examples``) names a tool the model is shown: one it copied from
     an example that it may not call would be a call that fails."""
     methods = [getattr(environment, n) for n in tool_methods(environment)] if environment is not None else []
     known = {getattr(t, "__name__", ""): t for t in [*tools, *methods]}
     problems = []
-    for where, name, arguments in examples.called(turns):
+    for loc, name, arguments in examples.called(turns):
         if name not in known:
             have = f"its tools are {', '.join(known)}" if known else "it has no tools: or environment:"
             what = "calls" if arguments is not None else "is a result of"
-            problems.append(f"{where}.name: {what} {name!r}, which the recipe does not give the model ({have})")
+            problems.append(Problem((*loc, "name"), f"{what} {name!r}, which the recipe does not give the model ({have})"))
             continue
         params = [p.name for p in _arguments(known[name])]
         wrong = sorted(set(arguments or {}) - set(params))
         if wrong:
             problems.append(
-                f"{where}.arguments: {name} takes {', '.join(params) or 'no arguments'}, not {', '.join(wrong)}; "
-                "the model copies the call it is shown"
+                Problem(
+                    (*loc, "arguments"),
+                    f"{name} takes {', '.join(params) or 'no arguments'}, not {', '.join(wrong)}; the model copies the call "
+                    "it is shown",
+                )
             )
     return problems
 
 
-def _named(entry, where: str, what: str, problems: list[str]) -> tuple[str, dict] | None:
+def _named(entry, loc: Loc, what: str, problems: list[Problem]) -> tuple[str, dict] | None:
     """(name, args) of a tools[i] or environment entry, a name or a mapping with ``name`` and ``args``; None with a
     line saying ``what`` such an entry is, when it is neither."""
     if isinstance(entry, str):
@@ -109,20 +115,20 @@ def _named(entry, where: str, what: str, problems: list[str]) -> tuple[str, dict
         or set(entry) - {"name", "args"}
         or not isinstance(entry.get("args") or {}, dict)
     ):
-        problems.append(f"{where}: {what} or a mapping with name and args, got {shown(entry)}")
+        problems.append(Problem(loc, f"{what} or a mapping with name and args, got {shown(entry)}"))
         return None
     return entry["name"], entry.get("args") or {}
 
 
-def _tool(entry, where: str, base_dir: Path, problems: list[str]):
-    named = _named(entry, where, "a tool is a name", problems)
+def _tool(entry, loc: Loc, base_dir: Path, problems: list[Problem]):
+    named = _named(entry, loc, "a tool is a name", problems)
     if named is None:
         return None
     name, args = named
     try:
         obj, is_factory = library.find(name, base_dir)
     except LookupError as exc:
-        problems.append(f"{where}.name: {exc}")
+        problems.append(Problem((*loc, "name"), str(exc)))
         return None
     if is_factory or args:
         if is_factory:
@@ -130,40 +136,40 @@ def _tool(entry, where: str, base_dir: Path, problems: list[str]):
         try:
             obj = obj(**args)
         except (Exception, SystemExit) as exc:
-            problems.append(f"{where}.args: {name!r} refused them: {type(exc).__name__}: {exc}")
+            problems.append(Problem((*loc, "args"), f"{name!r} refused them: {type(exc).__name__}: {exc}"))
             return None
     if name in library.REGISTRY:
         return obj  # the library's own pass the checks, held against transformers in tests/unit/test_tools.py
-    found = check_tool(obj, where)  # reads the docstring with transformers' parser: most of a validation's time
-    problems.extend(found)
+    found = check_tool(obj, where(loc))  # reads the docstring with transformers' parser: most of a validation's time
+    problems.extend(map(problem, found))
     return None if found else obj
 
 
-def _environment(entry, base_dir: Path, problems: list[str]):
+def _environment(entry, base_dir: Path, problems: list[Problem]) -> type | None:
     """The class ``environment:`` names, checked, with its args checked against its constructor, problems appended;
     the class even when it has some, so that the rows are held against its ``reset`` in the same round (the recipe
     is refused all the same); None when nothing is found, or what is found is not a class."""
     names = ", ".join(environments.REGISTRY)
-    named = _named(entry, "environment", f"an environment is a class's name ({names}, file.py:Class, module:Class)", problems)
+    named = _named(entry, ("environment",), f"an environment is a class's name ({names}, file.py:Class, module:Class)", problems)
     if named is None:
         return None
     ref, args = named
-    where = "environment.name" if isinstance(entry, dict) else "environment"
+    loc = ("environment", "name") if isinstance(entry, dict) else ("environment",)
     try:
         cls, _ = references.find(environments.KIND, ref, base_dir)
     except LookupError as exc:
-        problems.append(f"{where}: {exc}")
+        problems.append(Problem(loc, str(exc)))
         return None
     # the library's are checked in tests/unit/test_tool_runs.py, as the library's tools are
     found = [] if ref in environments.REGISTRY else check_environment(cls, "environment")
     if not inspect.isclass(cls):
-        problems.extend(found)
+        problems.extend(map(problem, found))
         return None
-    problems.extend([*found, *_constructor(cls, ref, args, given=isinstance(entry, dict))])
+    problems.extend([*map(problem, found), *_constructor(cls, ref, args, given=isinstance(entry, dict))])
     return cls
 
 
-def _constructor(cls: type, ref: str, args: dict, given: bool) -> list[str]:
+def _constructor(cls: type, ref: str, args: dict, given: bool) -> list[Problem]:
     """Whether TRL's ``factory()`` can build ``cls`` with ``args`` (the environment's, bound by name)."""
     try:
         signature = inspect.signature(cls)
@@ -176,20 +182,20 @@ def _constructor(cls: type, ref: str, args: dict, given: bool) -> list[str]:
         by_name = {p.name for p in params if p.kind is not p.POSITIONAL_ONLY}
         unknown = [name for name in args if name not in by_name]
         if unknown:
-            problems.append(f"environment.args: {cls.__name__} takes no {', '.join(map(str, unknown))} {takes}")
+            problems.append(Problem(ARGS, f"{cls.__name__} takes no {', '.join(map(str, unknown))} {takes}"))
     needed = [p.name for p in params if p.default is p.empty and p.name not in args]
     if needed:
         how = "" if given else f"; give them as environment: {{name: {ref}, args: {{...}}}}"
-        problems.append(f"environment.args: {cls.__name__} needs {', '.join(needed)} {takes}{how}")
+        problems.append(Problem(ARGS, f"{cls.__name__} needs {', '.join(needed)} {takes}{how}"))
     return problems
 
 
-def factory(environment: type | None, entry):
-    """What GRPOTrainer's ``environment_factory`` is given for the checked ``environment:`` entry: a callable that
-    builds the class with the entry's args (TRL calls it with nothing, for each instance it needs); None without one."""
+def factory(environment: type | None, args: dict):
+    """What GRPOTrainer's ``environment_factory`` is given for the checked ``environment:``: a callable that builds
+    the class with its ``args`` (TRL calls it with nothing, for each instance it needs); None without one."""
     if environment is None:
         return None
-    return functools.partial(_built, environment, (entry.get("args") if isinstance(entry, dict) else None) or {})
+    return functools.partial(_built, environment, args)
 
 
 def _built(environment: type, args: dict):
@@ -217,14 +223,14 @@ def _built(environment: type, args: dict):
     return instance
 
 
-def check_rows(environment: type, columns: dict) -> list[str]:
+def check_rows(environment: type, columns: dict) -> list[Problem]:
     """The environment's ``reset`` against each set of rows TRL calls it with (``columns``: stage -> (the columns, the
     rows described), as validation finds them; None where only loading tells, a hub dataset's)."""
     return [
-        problem
+        problem(found)
         for cols, rows in columns.values()
         if cols is not None
-        for problem in check_reset(environment, cols, rows, "environment")
+        for found in check_reset(environment, cols, rows, "environment")
     ]
 
 
@@ -249,13 +255,13 @@ def _arguments(fn) -> list[inspect.Parameter]:
     return [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
 
 
-def functions_shown(tools: list, environment) -> list:
+def functions_shown(tools: list, environment: type | None) -> list:
     """Every function the model is shown: the recipe's tools, then the environment's tool methods (as functions of
     its class: transformers writes their schema without ``self``, as TRL's tool loop does for an instance's)."""
     return [*tools, *([getattr(environment, n) for n in tool_methods(environment)] if environment is not None else [])]
 
 
-def describe(tools: list, environment) -> list[str]:
+def describe(tools: list, environment: type | None) -> list[str]:
     """One line per tool as the model will see it: its name, arguments with their types, and first docstring line."""
     lines = []
     for fn in functions_shown(tools, environment):

@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grpo_ext.core.text import plural
-from grpo_ext.data import generators
+from grpo_ext.recipe.checked import Data, Recipe, Training
 from grpo_ext.recipe.read import apply_overrides, locate, parse_override, read_yaml
 from grpo_ext.recipe.schema import SCHEMA, TOP_LEVEL
-from grpo_ext.recipe.validate import Recipe, validate
-from grpo_ext.settings import compat
+from grpo_ext.recipe.validate import validate
 
 # the pre-flight's prompts where a recipe sets none: the 8 groups its flat-share threshold was set on
 PREFLIGHT_PROMPTS = 8
@@ -60,7 +59,7 @@ def _default(key: str, doc: dict):
     if not isinstance(node, dict):
         raise KeyError(key)
     if section == "training":
-        return compat.effective(node, name)
+        return Training(node).effective(name)
     return node[name] if name in node else SCHEMA[section][name].default
 
 
@@ -156,71 +155,68 @@ def again(recipe: Recipe) -> Recipe:
 # --- the pre-flight and the eval of a tool recipe ----------------------------------------------------------------
 
 
-def trained_prompts(training: dict) -> int | None:
+def trained_prompts(training: Training) -> int | None:
     """The prompts a run's steps train on, on one process (``max_steps`` x the prompts of one step); None when it
     runs epochs (``max_steps`` unset)."""
-    value = lambda key: compat.effective(training, key)  # noqa: E731
-    steps = value("max_steps")
+    steps = training.effective("max_steps")
     if not isinstance(steps, int) or steps <= 0:
         return None
+    value = training.effective
     per_step = value("per_device_train_batch_size") * value("gradient_accumulation_steps") // value("num_generations")
     return steps * max(per_step, 1)
-
-
-def _agentic(recipe: Recipe) -> bool:
-    return bool(recipe.tools or recipe.environment)
 
 
 def preflight_prompts(recipe: Recipe) -> int:
     """The prompts the pre-flight plays: ``health.preflight_prompts``; unset, 8, and for a tool recipe no more than
     its steps train on."""
-    configured = recipe["health"]["preflight_prompts"]
+    configured = recipe.health.preflight_prompts
     if configured is not None:
         return configured
-    cap = trained_prompts(recipe["training"]) if _agentic(recipe) else None
+    cap = trained_prompts(recipe.training) if recipe.agentic else None
     return min(PREFLIGHT_PROMPTS, cap) if cap else PREFLIGHT_PROMPTS
 
 
 def eval_prompts(recipe: Recipe) -> int | None:
     """The most eval prompts a run scores: ``eval.max_prompts``; unset, every one, and for a tool recipe no more
     than its steps train on. None: every one."""
-    configured = recipe["eval"]["max_prompts"]
+    configured = recipe.eval.max_prompts
     if configured is not None:
         return configured
-    return trained_prompts(recipe["training"]) if _agentic(recipe) else None
+    return trained_prompts(recipe.training) if recipe.agentic else None
 
 
-def why(recipe: Recipe, key: str) -> str:
-    """Where a size came from, for the lines that state it."""
-    section, _, name = key.partition(".")
-    if recipe[section][name] is not None:
+def why(key: str, configured: int | None, training: Training) -> str:
+    """Where a size came from, for the lines that state it: the ``key`` that sets it (its value ``configured``), or,
+    unset, the steps a tool recipe trains on."""
+    if configured is not None:
         return key
-    steps = compat.effective(recipe["training"], "max_steps")
+    steps = training.effective("max_steps")
     return f"{key} unset: a recipe with tools plays no more prompts than it trains on in {plural(steps, 'step')}"
 
 
-def _known_eval_rows(d: dict) -> int | None:
+def _known_eval_rows(d: Data) -> int | None:
     """How many eval rows the data section holds, where that is known without reading a file or the hub."""
-    if d.get("eval_prompts") is not None:
-        return len(d["eval_prompts"])
-    if d.get("source") and not d.get("mixture"):
-        return len(generators.generated(d)[1])
+    if d.eval_prompts is not None:
+        return len(d.eval_prompts)
+    if d.source and not d.mixture:
+        return len(d.generated()[1])
     return None
 
 
 def describe(recipe: Recipe) -> list[str]:
     """The dry run's lines on the pre-flight's and the eval's sizes and on final/."""
     lines = []
-    health, training = recipe["health"], recipe["training"]
-    if health["preflight"] not in ("off", False):
-        n, group = preflight_prompts(recipe), compat.effective(training, "num_generations")
-        scaled = health["preflight_prompts"] is None and n < PREFLIGHT_PROMPTS
-        source = why(recipe, "health.preflight_prompts") if scaled or health["preflight_prompts"] else "the default"
+    health, training = recipe.health, recipe.training
+    if health.preflight_on:
+        n, group = preflight_prompts(recipe), training.effective("num_generations")
+        scaled = health.preflight_prompts is None and n < PREFLIGHT_PROMPTS
+        key = "health.preflight_prompts"
+        source = why(key, health.preflight_prompts, training) if scaled or health.preflight_prompts else "the default"
         lines.append(f"pre-flight: {plural(n, 'training prompt')} x {group} completions ({source})")
-    cap, known = eval_prompts(recipe), _known_eval_rows(recipe["data"])
-    if recipe["eval"]["enabled"] and cap is not None and (known is None or known > cap):
-        samples = recipe["eval"]["samples"]
-        lines.append(f"eval: at most {plural(cap, 'eval prompt')} x {samples} samples ({why(recipe, 'eval.max_prompts')})")
-    if not recipe["save_final"]:
+    cap, known = eval_prompts(recipe), _known_eval_rows(recipe.data)
+    if recipe.eval.enabled and cap is not None and (known is None or known > cap):
+        source = why("eval.max_prompts", recipe.eval.max_prompts, training)
+        lines.append(f"eval: at most {plural(cap, 'eval prompt')} x {recipe.eval.samples} samples ({source})")
+    if not recipe.save_final:
         lines.append("final/: not saved (save_final: false); the eval after scores the trained model in memory")
     return lines

@@ -1,201 +1,139 @@
 """A recipe checked completely against the schema and the settings rules, all problems reported at once with their
-key paths, before torch, transformers or trl is imported; ``Recipe`` is the checked result.
+key paths, before torch, transformers or trl is imported; the result is a ``Recipe`` (``checked.py``).
+
+The checks read the mapping as the file holds it: each section is first checked key by key (``_check_section``), and
+the rules across keys then run on what passed, also in a section where another key was refused, so that one round
+reports every problem. Only a recipe without a problem is built into its typed sections.
 """
 
 import copy
-from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from grpo_ext import rewards
-from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.errors import Loc, Problem, RecipeError, problem, where
 from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import clip, plural, shown, suggest
 from grpo_ext.core.values import coerce, kind_of, wrong_kind
 from grpo_ext.data import datafiles, examples, generators, mixture
 from grpo_ext.recipe import agents
-from grpo_ext.recipe.read import absolute_path
+from grpo_ext.recipe.checked import Named, Recipe, Reward, Training, build, guarded_rewards
 from grpo_ext.recipe.schema import MIXTURE_SOURCE, SCHEMA, TOP_LEVEL, Spec
-from grpo_ext.rewards.guard import missing_columns
 from grpo_ext.settings import adapters, batch_rules, compat, model_names, output_dir, trackers, variants
 
 
-@dataclass
-class Recipe:
-    """A validated recipe: ``data`` holds every section with defaults filled in."""
-
-    data: dict
-    path: Path | None
-    base_dir: Path
-    given: dict = field(default_factory=dict)  # the recipe as written, after overrides
-    resolved: list = field(default_factory=list)  # rewards[i] found and checked (rewards.registry.Resolved), in order
-    origins: dict = field(default_factory=dict)  # training key -> where `algorithm:` put it, or that the recipe overrode it
-    columns: dict = field(default_factory=dict)  # stage -> (its rows' columns, the rows described), for a reward built later
-    reward_names: list = field(default_factory=list)  # each reward's metric name; a user's factory: how the recipe calls it
-    tools: list = field(default_factory=list, repr=False)  # tools[i] built and checked (recipe/agents.py)
-    environment: object = field(default=None, repr=False)  # the environment class, or None
-    notes: list = field(default_factory=list)  # lines a run and its dry run say first (--quick: what it changed)
-    _funcs: list | None = field(default=None, repr=False)  # the guarded rewards, once built
-
-    @property
-    def reward_funcs(self) -> list:
-        """rewards[i] built and guarded, in order, named uniquely (see ``build_rewards``)."""
-        return self.build_rewards()
-
-    def build_rewards(self) -> list:
-        """The guarded rewards. A user's reward factory runs here, the first time a run needs the rewards, never
-        while the recipe is validated; RecipeError (each problem's key path) if it refuses its args or returns a
-        reward that needs a column the rows lack. ``train`` calls it before it touches output_dir."""
-        if self._funcs is None:
-            problems: list[str] = []
-            funcs = _guarded_rewards(self.data["rewards"], self.resolved, self.columns, problems, build=True)
-            if problems:
-                raise RecipeError(problems, str(self.path) if self.path else None)
-            self._funcs = funcs
-        return self._funcs
-
-    @property
-    def environment_factory(self):
-        """GRPOTrainer's ``environment_factory``: a callable that builds the environment's class (with
-        ``environment.args``) and checks what each instance's ``reset`` returns; None without an environment."""
-        return agents.factory(self.environment, self.data.get("environment"))
-
-    @property
-    def weights(self) -> list[float]:
-        """rewards[i].weight, in order: TRL's reward_weights."""
-        return [entry["weight"] for entry in self.data["rewards"]]
-
-    def __getitem__(self, key):
-        return self.data[key]
-
-    def portable(self) -> dict:
-        """The checked recipe with every path in it absolute (model directory or .gguf file, data.file, reward
-        files), so that a copy read from anywhere (the run directory's recipe.yaml) means the same."""
-        data = copy.deepcopy(self.data)
-        data["model"]["name"] = absolute_path(["model", "name"], data["model"]["name"], self.base_dir)
-        data["model"]["chat_template"] = absolute_path(["model", "chat_template"], data["model"]["chat_template"], self.base_dir)
-        for section in [data["data"], *(data["data"].get("mixture") or [])]:
-            for key in ("file", "eval_file"):
-                section[key] = absolute_path(["data", key], section.get(key), self.base_dir)
-        for i, entry in enumerate(data["rewards"]):
-            entry["name"] = absolute_path(["rewards", str(i), "name"], entry["name"], self.base_dir)
-        data["tools"] = [agents.portable(entry, self.base_dir) for entry in data.get("tools") or []] or None
-        if data.get("environment"):
-            data["environment"] = agents.portable(data["environment"], self.base_dir, "environment")
-        return {key: value for key, value in data.items() if value is not None or key not in ("tools", "environment")}
-
-    def to_yaml(self) -> str:
-        """The recipe as a run records it (``portable``): YAML that any verb can read back from the run directory."""
-        return yaml.safe_dump(self.portable(), sort_keys=False, allow_unicode=True)
-
-
-def _nul_places(value, where: str) -> list[str]:
+def _nul_places(value, loc: Loc) -> list[Loc]:
     """Where a key or a text of the recipe holds a NUL character, as ``data.system_prompt`` or ``rewards[1]``."""
     if isinstance(value, str):
-        return [where or "the recipe"] if "\0" in value else []
+        return [loc or ("the recipe",)] if "\0" in value else []
     if isinstance(value, dict):
         places = []
         for key, item in value.items():
-            name = clip(str(key).replace("\0", "\\0"))  # shown, not written to the terminal
-            inner = f"{where}.{name}" if where else name
+            inner = (*loc, clip(str(key).replace("\0", "\\0")))  # shown, not written to the terminal
             places += ([inner] if isinstance(key, str) and "\0" in key else []) + _nul_places(item, inner)
         return places
     if isinstance(value, list):
-        return [place for i, item in enumerate(value) for place in _nul_places(item, f"{where}[{i}]")]
+        return [place for i, item in enumerate(value) for place in _nul_places(item, (*loc, i))]
     return []
 
 
-def _check_section(section: dict, schema: dict[str, Spec], path: str, problems: list[str]) -> dict:
+def _check_section(section: dict, schema: dict[str, Spec], loc: Loc, problems: list[Problem]) -> dict:
     """Fill defaults and check kinds, choices and minimums; unknown keys get a suggestion."""
     out = {}
     for key, value in section.items():
-        where = f"{path}.{clip(str(key))}" if path else clip(str(key))
+        at = (*loc, clip(str(key)))
         if key not in schema:
-            problems.append(f"{where}: unknown key{suggest(str(key), schema)}")
+            problems.append(Problem(at, f"unknown key{suggest(str(key), schema)}"))
             continue
         spec = schema[key]
         value, ok = coerce(value, spec.kinds)
         if not ok:
-            problems.append(f"{where}: {wrong_kind(spec.kinds, value)}")
+            problems.append(Problem(at, wrong_kind(spec.kinds, value)))
             continue
         if spec.choices is not None and value not in spec.choices:
-            problems.append(f"{where}: {shown(value)} is not one of {', '.join(map(repr, spec.choices))}")
+            problems.append(Problem(at, f"{shown(value)} is not one of {', '.join(map(repr, spec.choices))}"))
             continue
         if spec.minimum is not None and isinstance(value, (int, float)) and value < spec.minimum:
-            problems.append(f"{where}: must be at least {spec.minimum}, got {shown(value)}")
+            problems.append(Problem(at, f"must be at least {spec.minimum}, got {shown(value)}"))
             continue
         if spec.maximum is not None and isinstance(value, (int, float)) and value > spec.maximum:
-            problems.append(f"{where}: must be at most {spec.maximum}, got {shown(value)}")
+            problems.append(Problem(at, f"must be at most {spec.maximum}, got {shown(value)}"))
             continue
         out[key] = value
     for key, spec in schema.items():
         if key not in section:
             if spec.required:
-                problems.append(f"{f'{path}.' if path else ''}{key}: missing; {spec.doc or 'required'}")
+                problems.append(Problem((*loc, key), f"missing; {spec.doc or 'required'}"))
             else:
                 out[key] = copy.deepcopy(spec.default)
     return out
 
 
-def _check_prompts(value, path: str, problems: list[str], mappings: bool = False) -> None:
+def _check_prompts(value, loc: Loc, problems: list[Problem], mappings: bool = False) -> None:
     """Prompts are non-empty strings; eval prompts may also be mappings with a ``prompt`` and reward columns."""
     if value is None:
         return
     if not value:
-        problems.append(f"{path}: is empty; give at least one prompt")
+        problems.append(Problem(loc, "is empty; give at least one prompt"))
     for i, p in enumerate(value):
         if mappings and isinstance(p, dict):
             if not isinstance(p.get("prompt"), str) or not p["prompt"].strip():
-                problems.append(f"{path}[{i}]: a mapping needs a non-empty prompt string, e.g. {{prompt: '2+3?', answer: '5'}}")
+                problems.append(
+                    Problem((*loc, i), "a mapping needs a non-empty prompt string, e.g. {prompt: '2+3?', answer: '5'}")
+                )
             elif set(p) != set(value[0] if isinstance(value[0], dict) else {"prompt"}):
                 first = ", ".join(value[0])
-                problems.append(f"{path}[{i}]: has columns {', '.join(p)}, the first has {first}; give each the same columns")
+                problems.append(
+                    Problem((*loc, i), f"has columns {', '.join(p)}, the first has {first}; give each the same columns")
+                )
         elif not isinstance(p, str) or not p.strip():
             form = "a non-empty string or a mapping {prompt: ..., answer: ...}" if mappings else "a non-empty string"
-            problems.append(f"{path}[{i}]: each prompt is {form}, got {kind_of(p)} {shown(p, 40)}")
+            problems.append(Problem((*loc, i), f"each prompt is {form}, got {kind_of(p)} {shown(p, 40)}"))
 
 
-def _model_reward(entry: dict, where: str, base_dir: Path, problems: list[str]) -> dict:
+def _model_reward(entry: dict, loc: Loc, base_dir: Path, problems: list[Problem]) -> dict:
     """``{model: PATH_OR_ID, ...}``, the shorthand for the reward_model reward: ``{name: reward_model, args: {model:
     ...}}``, a path read from the recipe's folder as everywhere in a recipe."""
     entry = dict(entry)
     model, args = entry.pop("model"), entry.get("args", {})
     if "name" in entry or not isinstance(model, str) or not model or not isinstance(args, dict) or "model" in args:
-        problems.append(f"{where}.model: a reward model is {{model: PATH_OR_ID}} with no name and no args.model")
+        problems.append(Problem((*loc, "model"), "a reward model is {model: PATH_OR_ID} with no name and no args.model"))
         return entry
     local = resolve_path(model, base_dir)
     if model.startswith((".", "/", "~")) and not local.exists():
-        problems.append(f"{where}.model: {local} does not exist; give a reward model's directory or a hub id")
+        problems.append(Problem((*loc, "model"), f"{local} does not exist; give a reward model's directory or a hub id"))
     named = str(local.resolve()) if local.exists() or model.startswith((".", "/", "~")) else model
     return {**entry, "name": "reward_model", "args": {"model": named, **args}}
 
 
-def _check_rewards(value: list, base_dir: Path, problems: list[str], environment: bool = False) -> list[dict]:
+def _check_rewards(value: list, base_dir: Path, problems: list[Problem], environment: bool = False) -> list[dict]:
     out = []
     if not value and not environment:  # an environment's get_reward may be the whole reward (checked once it is found)
-        problems.append("rewards: is empty; name at least one reward (see `grpo-ext rewards`)")
+        problems.append(Problem(("rewards",), "is empty; name at least one reward (see `grpo-ext rewards`)"))
     for i, entry in enumerate(value):
-        where = f"rewards[{i}]"
+        loc = ("rewards", i)
         if isinstance(entry, str):
             entry = {"name": entry}
         if not isinstance(entry, dict):
-            problems.append(f"{where}: a reward is a name or a mapping with name, weight, args; got {kind_of(entry)}")
+            problems.append(Problem(loc, f"a reward is a name or a mapping with name, weight, args; got {kind_of(entry)}"))
             continue
         if "model" in entry:
-            entry = _model_reward(entry, where, base_dir, problems)
-        out.append(_check_section(entry, SCHEMA["reward"], where, problems))
+            entry = _model_reward(entry, loc, base_dir, problems)
+        out.append(_check_section(entry, SCHEMA["reward"], loc, problems))
     return out
 
 
-def _check_pass_at(ev: dict, problems: list[str]) -> None:
+def _check_pass_at(ev: dict, problems: list[Problem]) -> None:
     """eval.pass_at: whole numbers from 1 to eval.samples (pass@k needs k of the samples); null means 1 and samples."""
     ks, samples = ev.get("pass_at"), ev.get("samples")
     if ks is None or not isinstance(samples, int):
         return
     bad = [k for k in ks if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= samples]
     if bad or not ks:
-        problems.append(f"eval.pass_at: {shown(ks)}: give whole numbers from 1 to eval.samples ({samples}), e.g. [1, {samples}]")
+        problems.append(
+            Problem(
+                ("eval", "pass_at"), f"{shown(ks)}: give whole numbers from 1 to eval.samples ({samples}), e.g. [1, {samples}]"
+            )
+        )
 
 
 TRAIN_SOURCES = ("prompts", "file", "source", "hub")
@@ -204,108 +142,133 @@ TRAIN_SOURCES = ("prompts", "file", "source", "hub")
 ENVIRONMENT_ROWS = "data names none: each an empty prompt that reset adds to"
 EVAL_SOURCES = ("eval_prompts", "eval_file", "eval_split")  # and rows held out of the training rows
 COLUMN_KEYS = ("prompt_column", "hub_split", "source_args")  # what the rules on the rows' columns read of data:
+DATA: Loc = ("data",)
+
+
+def _holds_out(d: dict) -> bool:
+    return datafiles.holds_out(d.get("eval_fraction"), d.get("eval_size"), d.get("eval_file"), d.get("eval_split"))
 
 
 def _check_sources(
     d: dict, given: dict, eval_enabled: bool, base_dir: Path, needs_eval: bool = True, environment: bool = False
-) -> list[str]:
+) -> list[Problem]:
     """Exactly one source of training rows and at most one of eval rows, each usable; with ``needs_eval`` (not a
     mixture's source, whose eval rows may come from the whole mixture's or another source's), eval rows too. With an
     ``environment``, no source of training rows is one too: its reset writes each prompt (``ENVIRONMENT_ROWS``)."""
-    problems = []
-    _check_prompts(d.get("prompts"), "data.prompts", problems)
-    _check_prompts(d.get("eval_prompts"), "data.eval_prompts", problems, mappings=True)
+    problems: list[Problem] = []
+    _check_prompts(d.get("prompts"), ("data", "prompts"), problems)
+    _check_prompts(d.get("eval_prompts"), ("data", "eval_prompts"), problems, mappings=True)
     if d.get("prompt_template") is not None:
         try:
             datafiles.template_fields(d["prompt_template"])
         except ValueError as exc:
-            problems.append(f"data.prompt_template: {exc}")
+            problems.append(Problem(("data", "prompt_template"), str(exc)))
         column = SCHEMA["data"]["prompt_column"].default  # the template's text lands in this column
         if given.get("prompt_column", column) != column:  # so a recorded recipe, which names it, still validates
-            problems.append("data: prompt_template and prompt_column are both given; the template names its columns")
+            problems.append(Problem(DATA, "prompt_template and prompt_column are both given; the template names its columns"))
     sources = [k for k in TRAIN_SOURCES if d.get(k) is not None]
     if len(sources) > 1:
-        problems.append(f"data: {' and '.join(sources)} are all given; keep one source of training prompts")
+        problems.append(Problem(DATA, f"{' and '.join(sources)} are all given; keep one source of training prompts"))
     if not sources and all(k in d for k in TRAIN_SOURCES) and not environment:  # each passed its own check
         problems.append(
-            f"data: give prompts (a list of strings), file ({datafiles.FORMATS}), source (a generator: arith) "
-            "or hub (a dataset id)"
+            Problem(
+                DATA,
+                f"give prompts (a list of strings), file ({datafiles.FORMATS}), source (a generator: arith) or hub "
+                "(a dataset id)",
+            )
         )
     for key in ("file", "eval_file"):
         if d.get(key) is not None:
-            problem = datafiles.check_path(resolve_path(d[key], base_dir), f"data.{key}")
-            problems.extend([problem] if problem else [])
-    if isinstance(d.get("hub"), str) and d["hub"].count("/") != 1:
-        problems.append(f"data.hub: {d['hub']!r} is not a dataset id; give org/name, e.g. openai/gsm8k")
+            found = datafiles.check_path(resolve_path(d[key], base_dir), ("data", key))
+            problems.extend([found] if found else [])
+    hub = d.get("hub")
+    if isinstance(hub, str) and hub.count("/") != 1:
+        problems.append(Problem(("data", "hub"), f"{hub!r} is not a dataset id; give org/name, e.g. openai/gsm8k"))
     if d.get("source") is not None:
         problems.extend(generators.check_source(d["source"], d.get("source_args", {})))
     problems.extend(examples.check(d.get("examples")))
     if d.get("examples") and d.get("chat") is False:
-        problems.append("data.examples: worked examples are chat turns, and data.chat is false; set data.chat: auto or drop them")
+        problems.append(
+            Problem(
+                ("data", "examples"), "worked examples are chat turns, and data.chat is false; set data.chat: auto or drop them"
+            )
+        )
     fraction = d.get("eval_fraction")
     if fraction is not None and not 0 < fraction < 1:
-        problems.append(f"data.eval_fraction: {fraction} is not between 0 and 1; e.g. 0.1 holds out a tenth of the rows")
+        problems.append(
+            Problem(("data", "eval_fraction"), f"{fraction} is not between 0 and 1; e.g. 0.1 holds out a tenth of the rows")
+        )
     if fraction is not None and d.get("eval_size") is not None:
-        problems.append("data: eval_fraction and eval_size are both given; hold out a share or a number of rows")
-    holds_out = datafiles.holds_out(d)
+        problems.append(Problem(DATA, "eval_fraction and eval_size are both given; hold out a share or a number of rows"))
+    holds_out = _holds_out(d)
     key = "eval_fraction" if fraction is not None else "eval_size"
     eval_sources = [k for k in EVAL_SOURCES if d.get(k) is not None] + ([key] if holds_out else [])
     if len(eval_sources) > 1:
-        problems.append(f"data: {' and '.join(eval_sources)} are all given; keep one source of eval rows")
+        problems.append(Problem(DATA, f"{' and '.join(eval_sources)} are all given; keep one source of eval rows"))
     if holds_out and not (d.get("file") or d.get("hub")):
         instead = "the generator keeps its own held-out rows" if d.get("source") else "give eval_prompts instead"
-        problems.append(f"data.{key}: holds out rows of data.file or data.hub only; {instead}")
+        problems.append(Problem(("data", key), f"holds out rows of data.file or data.hub only; {instead}"))
     if d.get("eval_split") is not None and not d.get("hub"):
         file = resolve_path(d["file"], base_dir) if d.get("file") else None
         if file is None or not file.exists() or datafiles.splits(file) is None:
             problems.append(
-                "data.eval_split: names a split of data.hub or of a saved DatasetDict in data.file; for a file use eval_file"
+                Problem(
+                    ("data", "eval_split"),
+                    "names a split of data.hub or of a saved DatasetDict in data.file; for a file use eval_file",
+                )
             )
     if eval_enabled and needs_eval and not (eval_sources or holds_out or d.get("source") is not None):
         problems.append(
-            "data.eval_prompts: missing; give eval_prompts, eval_file, eval_split or eval_fraction, or set eval.enabled: false"
+            Problem(
+                ("data", "eval_prompts"),
+                "missing; give eval_prompts, eval_file, eval_split or eval_fraction, or set eval.enabled: false",
+            )
         )
     return problems
 
 
-def held_out_size(d: dict, rows: int) -> tuple[int, str]:
-    """(training rows held out for eval, the key that says how many): data.eval_size, else its eval_fraction share."""
-    if d["eval_size"] is not None:
-        return d["eval_size"], "eval_size"
-    return round(d["eval_fraction"] * rows), "eval_fraction"
+def held_out_size(eval_size: int | None, eval_fraction: float | None, rows: int) -> tuple[int, str]:
+    """(training rows held out for eval, the key that says how many) of a data: section's ``rows`` training rows:
+    its eval_size, else its eval_fraction share."""
+    if eval_size is not None:
+        return eval_size, "eval_size"
+    return round((eval_fraction or 0.0) * rows), "eval_fraction"
 
 
-def _prompts_per_step(value) -> tuple[int, int, int] | None:
+def _prompts_per_step(training: Training) -> tuple[int, int, int] | None:
     """(prompts, completions, group) of one generation batch on one process, completions in groups of
     num_generations, each group from one prompt. None when the batch settings are wrong (batch_rules says so)."""
-    group, completions = value("num_generations"), batch_rules.generation_batch(value)
+    group, completions = training.effective("num_generations"), batch_rules.generation_batch(training.effective)
     if not (isinstance(group, int) and not isinstance(group, bool) and group > 0) or completions is None or completions % group:
         return None
     return completions // group, completions, group
 
 
-def _check_hold_out(d: dict, value, base_dir: Path) -> list[str]:
+def _check_hold_out(d: dict, training: Training, base_dir: Path) -> list[Problem]:
     """Rows held out of data.file must leave at least one generation batch of prompts to train on (a hub dataset's
     rows are counted when it loads)."""
-    batch = _prompts_per_step(value)
-    if not datafiles.holds_out(d) or not d.get("file") or batch is None or not {"eval_size", "eval_fraction"} <= set(d):
+    batch = _prompts_per_step(training)
+    if not _holds_out(d) or not d.get("file") or batch is None or not {"eval_size", "eval_fraction"} <= set(d):
         return []
     try:
-        path = datafiles.split_path(resolve_path(d["file"], base_dir), d["hub_split"], "data.hub_split")
-        rows = sum(1 for _ in datafiles.rows(path, "data.file"))
+        path = datafiles.split_path(resolve_path(d["file"], base_dir), d["hub_split"], ("data", "hub_split"))
+        rows = sum(1 for _ in datafiles.rows(path, ("data", "file")))
     except RecipeError:  # a file that cannot be read: its own check (train.check_data) names the row
         return []
-    size, key = held_out_size(d, rows)
+    size, key = held_out_size(d["eval_size"], d["eval_fraction"], rows)
     prompts, completions, group = batch
     if size < 1:
-        return [f"data.{key}: holds out {size} of {plural(rows, 'training row')}; hold out at least one"]
+        return [Problem(("data", key), f"holds out {size} of {plural(rows, 'training row')}; hold out at least one")]
     if rows - size >= prompts:
         return []
     fix = f"hold out at most {rows - prompts}" if rows > prompts else "give more rows"
     return [
-        f"data.{key}: holds out {size} of {plural(rows, 'training row')}, leaving {rows - size}; a step samples "
-        f"{plural(prompts, 'prompt')} ({completions} completions, {group} per prompt); {fix}, or give eval_prompts or "
-        "eval_file instead"
+        Problem(
+            ("data", key),
+            f"holds out {size} of {plural(rows, 'training row')}, leaving {rows - size}; a step samples "
+            f"{plural(prompts, 'prompt')} ({completions} completions, {group} per prompt); {fix}, or give eval_prompts or "
+            "eval_file instead",
+        )
     ]
 
 
@@ -314,158 +277,186 @@ def _check_data(
     given: dict,
     eval_enabled: bool,
     base_dir: Path,
-    problems: list[str],
+    problems: list[Problem],
     needs_eval: bool = True,
     environment: bool = False,
+    at: Loc = DATA,
 ) -> dict[str, tuple]:
     """The data section's sources (see _check_sources), then the columns each source's rows reach the rewards
     with: {"training": (columns, "the training rows (source named)"), "eval": (...)}; columns are None where only
-    loading tells (hub). A mixture's sources are each checked so (_check_mixture)."""
+    loading tells (hub). A mixture's sources are each checked so (_check_mixture), their rows named by the source's
+    key path ``at``; the problems found are at ``data.`` and the caller moves them there."""
     if set(given) - set(SCHEMA["data"]):  # a misspelt key, already a problem: rules on what it meant would mislead
         return {}
     if d.get("mixture") is not None:
         return _check_mixture(d, given, eval_enabled, base_dir, problems)
     found = _check_sources(d, given, eval_enabled, base_dir, needs_eval, environment)
     if d.get("size") is not None:
-        found.append("data.size: sizes a mixture of sources (data.mixture); leave it out for one source")
+        found.append(Problem(("data", "size"), "sizes a mixture of sources (data.mixture); leave it out for one source"))
     problems.extend(found)
     if found or any(key not in d for key in COLUMN_KEYS):  # a key refused by its own check: its line says so
         return {}
 
-    def file_columns(key: str, split: tuple[str, str | None]) -> list[str] | None:
+    def file_columns(key: str, split: tuple[Loc, str | None]) -> list[str] | None:
         path = resolve_path(d[key], base_dir)
         try:
             path = datafiles.split_path(path, split[1], split[0])
-            cols = datafiles.columns(path, f"data.{key}")
-            datafiles.prompt_rule(cols, d, f"data.{key} {path.name}")
+            cols = datafiles.columns(path, ("data", key))
+            datafiles.prompt_rule(cols, d.get("prompt_template"), d["prompt_column"], f"data.{key} {path.name}")
         except RecipeError as exc:
-            problems.extend(exc.problems)
+            problems.extend(exc.found)
             return None
         return _renamed_columns(cols, d)
 
+    def named(key: str, what: str = "") -> str:  # the rows of a source by its key, at the source's own key path
+        return f"{where((*at, key))}{f' {what}' if what else ''}"
+
     train: list[str] | None = ["prompt"]
-    named = "data.prompts" if d.get("prompts") is not None else ENVIRONMENT_ROWS
+    rows = named("prompts") if d.get("prompts") is not None else ENVIRONMENT_ROWS
     if d.get("file"):
-        train, named = file_columns("file", ("data.hub_split", d["hub_split"])), f"data.file {Path(d['file']).name}"
+        train, rows = file_columns("file", (("data", "hub_split"), d["hub_split"])), named("file", Path(d["file"]).name)
     elif d.get("source"):
-        train, named = list(generators.generated(d)[0][0]), f"data.source {d['source']}"
+        train, rows = list(generators.generated(d["source"], d["source_args"])[0][0]), named("source", d["source"])
     elif d.get("hub"):
-        train, named = None, f"data.hub {d['hub']}"
-    evaluation, eval_named = train, named  # rows held out of the training rows
+        train, rows = None, named("hub", d["hub"])
+    evaluation, eval_rows = train, rows  # rows held out of the training rows
     if d.get("eval_prompts") is not None:
         first = d["eval_prompts"][0]
-        evaluation, eval_named = (list(first) if isinstance(first, dict) else ["prompt"]), "data.eval_prompts"
+        evaluation, eval_rows = (list(first) if isinstance(first, dict) else ["prompt"]), named("eval_prompts")
     elif d.get("eval_file"):
-        eval_named = f"data.eval_file {Path(d['eval_file']).name}"
-        evaluation = file_columns("eval_file", ("data.eval_file", None))
+        eval_rows = named("eval_file", Path(d["eval_file"]).name)
+        evaluation = file_columns("eval_file", (("data", "eval_file"), None))
     elif d.get("eval_split"):
-        eval_named = f"data.eval_split {d['eval_split']}"
-        evaluation = file_columns("file", ("data.eval_split", d["eval_split"])) if d.get("file") else None
+        eval_rows = named("eval_split", d["eval_split"])
+        evaluation = file_columns("file", (("data", "eval_split"), d["eval_split"])) if d.get("file") else None
     elif d.get("source"):
-        held_out = generators.generated(d)[1]
+        held_out = generators.generated(d["source"], d["source_args"])[1]
         evaluation = list(held_out[0]) if held_out else ["prompt"]
-    held_out = evaluation is train  # the same columns: checked once, as the training rows
-    evaluation = None if held_out or not eval_enabled else evaluation
-    return {"training": (train, f"the training rows ({named})"), "eval": (evaluation, f"the eval rows ({eval_named})")}
+    same = evaluation is train  # the same columns: checked once, as the training rows
+    evaluation = None if same or not eval_enabled else evaluation
+    return {"training": (train, f"the training rows ({rows})"), "eval": (evaluation, f"the eval rows ({eval_rows})")}
 
 
-def _check_mixture(d: dict, given: dict, eval_enabled: bool, base_dir: Path, problems: list[str]) -> dict[str, tuple]:
+def _held(d: dict) -> tuple[str, str] | None:
+    return mixture.held(d.get("eval_prompts"), d.get("eval_file"))
+
+
+def _check_mixture(d: dict, given: dict, eval_enabled: bool, base_dir: Path, problems: list[Problem]) -> dict[str, tuple]:
     """data.mixture: nothing of one source beside it; each source checked as a data: section of its own, its
-    problems named data.mixture[i]; the mixture's own keys (data.mixture.check). Returns each source's columns
+    problems moved to data.mixture[i]; the mixture's own keys (data.mixture.check). Returns each source's columns
     as _check_data does for one source, with the ``source`` column the mixture adds; ``d["mixture"]`` is left
     holding the sources with their defaults filled in."""
     found = [
-        f"data.{key}: names one source, beside data.mixture; move it into the sources of the mixture"
+        Problem(("data", key), "names one source, beside data.mixture; move it into the sources of the mixture")
         for key, spec in SCHEMA["data"].items()
         if key not in (*mixture.SHARED_KEYS, *mixture.HELD_KEYS) and key in given and given[key] != spec.default
     ]
     columns = _check_held(d, eval_enabled, base_dir, found)
     if not d["mixture"]:
-        found.append("data.mixture: is empty; give at least one source, e.g. [{file: train.jsonl, weight: 1}]")
+        found.append(Problem(("data", "mixture"), "is empty; give at least one source, e.g. [{file: train.jsonl, weight: 1}]"))
     sources = []
     for i, entry in enumerate(d["mixture"]):
+        loc = ("data", "mixture", i)
         if not isinstance(entry, dict):
-            found.append(f"data.mixture[{i}]: a source is a data: mapping with weight or rows, e.g. {{source: arith, weight: 1}}")
+            found.append(Problem(loc, "a source is a data: mapping with weight or rows, e.g. {source: arith, weight: 1}"))
             sources.append({})
             continue
-        whole = [key for key in mixture.WHOLE if key in entry]
-        found += [f"data.mixture[{i}].{key}: is the whole mixture's; set it beside data.mixture" for key in whole]
+        found += [
+            Problem((*loc, key), "is the whole mixture's; set it beside data.mixture") for key in mixture.WHOLE if key in entry
+        ]
         entry = {key: value for key, value in entry.items() if key not in mixture.WHOLE}
-        sources.append(_check_section(entry, MIXTURE_SOURCE, f"data.mixture[{i}]", found))
-        own: list[str] = []
+        sources.append(_check_section(entry, MIXTURE_SOURCE, loc, found))
+        own: list[Problem] = []
         alone = {key: value for key, value in entry.items() if key not in mixture.OWN_KEYS}
-        checked = _check_data(mixture.config(d, sources[i]), alone, eval_enabled, base_dir, own, needs_eval=False)
-        found += [mixture.within(problem, i) for problem in own]
+        checked = _check_data(mixture.config(d, sources[i]), alone, eval_enabled, base_dir, own, needs_eval=False, at=loc)
+        found += [mixture.within(p, i) for p in own]
         for stage, (cols, rows) in checked.items():
             if cols is not None and mixture.COLUMN in cols:
                 found.append(
-                    f"data.mixture[{i}]: its {stage} rows have a column {mixture.COLUMN!r}, which a mixture fills with "
-                    "each row's source name; rename that column"
+                    Problem(
+                        loc,
+                        f"its {stage} rows have a column {mixture.COLUMN!r}, which a mixture fills with each row's source "
+                        "name; rename that column",
+                    )
                 )
-            columns[f"{stage} {i}"] = (None if cols is None else [*cols, mixture.COLUMN], mixture.within(rows, i))
+            columns[f"{stage} {i}"] = (None if cols is None else [*cols, mixture.COLUMN], rows)
     found += mixture.check(sources, d.get("size"))
-    held = mixture.held(d)
+    held = _held(d)
     if eval_enabled and held is None and sources and not any(mixture.has_own_eval(s) for s in sources):
         found.append(
-            "data.eval_prompts: missing; give eval_prompts or eval_file beside data.mixture (for the whole mixture) or in "
-            "a source, or set eval.enabled: false"
+            Problem(
+                ("data", "eval_prompts"),
+                "missing; give eval_prompts or eval_file beside data.mixture (for the whole mixture) or in a source, or set "
+                "eval.enabled: false",
+            )
         )
     for i, entry in enumerate(sources):
-        if held is not None and entry and mixture.label(entry) == held[0]:
+        name = mixture.label(entry.get("name"), entry.get("file"), entry.get("source"), entry.get("hub"))
+        if held is not None and entry and name == held[0]:
             found.append(
-                f"data.mixture[{i}]: has the name {held[0]!r}, which names the rows of {_held_key(d)}; give the "
-                "source its own name: key"
+                Problem(
+                    ("data", "mixture", i),
+                    f"has the name {held[0]!r}, which names the rows of {where(_held_key(d))}; give the source its own name: key",
+                )
             )
     problems.extend(found)
     d["mixture"] = sources
     return {} if found else columns
 
 
-def _held_key(d: dict) -> str:
-    return "data.eval_prompts" if d.get("eval_prompts") is not None else "data.eval_file"
+def _held_key(d: dict) -> Loc:
+    return ("data", "eval_prompts") if d.get("eval_prompts") is not None else ("data", "eval_file")
 
 
-def _check_held(d: dict, eval_enabled: bool, base_dir: Path, found: list[str]) -> dict[str, tuple]:
+def _check_held(d: dict, eval_enabled: bool, base_dir: Path, found: list[Problem]) -> dict[str, tuple]:
     """The held-out set of a whole mixture (data.eval_prompts or data.eval_file beside data.mixture, eval_size the
     first rows of the file): one of them, usable, without a ``source`` column (the mixture fills it with the set's
     name). Returns the columns its rows reach the rewards with, as _check_data does."""
     if d.get("eval_prompts") is not None and d.get("eval_file") is not None:
         found.append(
-            "data: eval_prompts and eval_file are both given beside data.mixture; keep one held-out set for the whole mixture"
+            Problem(
+                DATA, "eval_prompts and eval_file are both given beside data.mixture; keep one held-out set for the whole mixture"
+            )
         )
         return {}
     if d.get("eval_size") is not None and d.get("eval_file") is None:
         found.append(
-            "data.eval_size: beside data.mixture it takes the first rows of data.eval_file, which is not given; to hold "
-            "rows out of a source's training rows, set eval_size in that source"
+            Problem(
+                ("data", "eval_size"),
+                "beside data.mixture it takes the first rows of data.eval_file, which is not given; to hold rows out of a "
+                "source's training rows, set eval_size in that source",
+            )
         )
-    held = mixture.held(d)
+    held = _held(d)
     if held is None or "prompt_column" not in d:  # prompt_column refused by its own check: its line says so
         return {}
     before = len(found)
-    _check_prompts(d.get("eval_prompts"), "data.eval_prompts", found, mappings=True)
+    _check_prompts(d.get("eval_prompts"), ("data", "eval_prompts"), found, mappings=True)
     cols: list[str] | None = None
     if d.get("eval_prompts"):
         first = d["eval_prompts"][0]
         cols = list(first) if isinstance(first, dict) else ["prompt"]
     elif d.get("eval_file") is not None:
         path = resolve_path(d["eval_file"], base_dir)
-        problem = datafiles.check_path(path, "data.eval_file")
+        refused = datafiles.check_path(path, ("data", "eval_file"))
         try:
-            if problem:
-                raise RecipeError(problem)
-            path = datafiles.split_path(path, None, "data.eval_file")
-            cols = datafiles.columns(path, "data.eval_file")
-            datafiles.prompt_rule(cols, d, held[1])
+            if refused:
+                raise RecipeError(refused)
+            path = datafiles.split_path(path, None, ("data", "eval_file"))
+            cols = datafiles.columns(path, ("data", "eval_file"))
+            datafiles.prompt_rule(cols, d.get("prompt_template"), d["prompt_column"], held[1])
             cols = _renamed_columns(cols, d)
         except RecipeError as exc:
-            found.extend(exc.problems)
+            found.extend(exc.found)
     if len(found) > before or cols is None:
         return {}
     if mixture.COLUMN in cols:
         found.append(
-            f"{_held_key(d)}: its rows have a column {mixture.COLUMN!r}, which a mixture fills with each row's "
-            "source name; rename that column"
+            Problem(
+                _held_key(d),
+                f"its rows have a column {mixture.COLUMN!r}, which a mixture fills with each row's source name; rename "
+                "that column",
+            )
         )
         return {}
     return {"eval whole": ([*cols, mixture.COLUMN], f"the eval rows ({held[1]})")} if eval_enabled else {}
@@ -478,7 +469,7 @@ def _renamed_columns(cols: list[str], d: dict) -> list[str]:
     return [c for c in cols if c != d["prompt_column"]] + ["prompt"]
 
 
-def _build_rewards(entries: list[dict], base_dir: Path, problems: list[str]) -> list:
+def _build_rewards(entries: list[dict], base_dir: Path, problems: list[Problem]) -> list:
     """Each reward found by its name and its args checked against the signature (rewards.registry.resolve): the
     registry's rewards are built, a user's factory is not called (Recipe.build_rewards calls it)."""
     resolved = []
@@ -488,27 +479,8 @@ def _build_rewards(entries: list[dict], base_dir: Path, problems: list[str]) -> 
         try:
             resolved.append(rewards.resolve(entry["name"], entry["args"], base_dir, f"rewards[{i}]"))
         except RecipeError as exc:
-            problems.extend(exc.problems)
+            problems.extend(exc.found)
     return resolved if len(resolved) == len(entries) else []
-
-
-def _guarded_rewards(entries: list[dict], resolved: list, columns: dict, problems: list[str], *, build: bool) -> list:
-    """The rewards guarded under unique metric names, and a problem for each dataset column one of them needs that
-    its rows lack. A user's factory is called only with ``build``; without, its place holds None, checked later."""
-    if len(resolved) != len(entries):  # a reward that failed its own check is already a problem
-        return []
-    funcs = []
-    for r in resolved:
-        try:
-            funcs.append(r.build() if build or not r.deferred else None)
-        except RecipeError as exc:
-            problems.extend(exc.problems)
-            funcs.append(None)
-    guarded = rewards.guard_all(entries, funcs)
-    for cols, rows in columns.values():
-        if cols is not None:
-            problems.extend(missing_columns(guarded, cols, rows))
-    return guarded
 
 
 # The top-level keys that are sections of their own keys, in the schema's order, each checked by _check_section
@@ -521,31 +493,33 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     Every rule a run depends on is here, so ``grpo-ext validate``, ``--dry-run`` and training accept
     and refuse the same recipes.
     """
-    problems: list[str] = []
+    problems: list[Problem] = []
     source = str(path) if path else None
-    nul = _nul_places(doc, "")
+    nul = _nul_places(doc, ())
     if nul:  # the checks below hand paths to the OS, which refuses a NUL with a traceback
-        lines = [f"{where}: holds a NUL character (\\0), which no path or text may; remove it" for where in nul]
-        raise RecipeError(lines, source)
+        raise RecipeError(
+            [Problem(loc, "holds a NUL character (\\0), which no path or text may; remove it") for loc in nul], source
+        )
     base_dir = path.parent if path else Path.cwd()
-    top = _check_section(doc, TOP_LEVEL, "", problems)
+    top = _check_section(doc, TOP_LEVEL, (), problems)
 
     def section(name: str) -> dict | None:  # a section that failed its own check (or is missing) is skipped below
-        return _check_section(top[name], SCHEMA[name], name, problems) if name in top else None
+        return _check_section(top[name], SCHEMA[name], (name,), problems) if name in top else None
 
     sections = {name: section(name) for name in SECTIONS}
-    if sections["groups"] is not None and sections["groups"].get("dynamic_sampling", False) is None:
-        sections["groups"]["dynamic_sampling"] = top.get("algorithm") == "dapo"  # DAPO's own, the preset turns it on
+    groups = sections["groups"]
+    if groups is not None and groups.get("dynamic_sampling", False) is None:
+        groups["dynamic_sampling"] = top.get("algorithm") == "dapo"  # DAPO's own, the preset turns it on
     model, data, evaluation, explore = sections["model"], sections["data"], sections["eval"], sections["explore"]
     # an environment given, even one refused below, may be why the rewards are empty: its own line says what is wrong
     environment_given = doc.get("environment") is not None
     entries = _check_rewards(top["rewards"], base_dir, problems, environment_given) if "rewards" in top else []
-    training = dict(top["training"]) if "training" in top else None
+    settings = dict(top["training"]) if "training" in top else None
     columns = {}
     origins: dict[str, str] = {}
-    if training is not None and top.get("algorithm") is not None:
-        training, origins, preset_problems = variants.expand(top["algorithm"], training)
-        problems.extend(preset_problems)
+    if settings is not None and top.get("algorithm") is not None:
+        settings, origins, preset_problems = variants.expand(top["algorithm"], settings)
+        problems.extend(map(problem, preset_problems))
     if data is not None:
         eval_enabled = bool((evaluation or {}).get("enabled"))
         columns = _check_data(data, top["data"], eval_enabled, base_dir, problems, environment=environment_given)
@@ -553,23 +527,27 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     if evaluation is not None:
         _check_pass_at(evaluation, problems)
     if isinstance(top.get("output_dir"), str):
-        problem = output_dir.check(top["output_dir"], path)
-        problems.extend([problem] if problem else [])
+        refused = output_dir.check(top["output_dir"], path)
+        problems.extend([problem(refused)] if refused else [])
     if model is not None and isinstance(model.get("name"), str):
-        problems.extend(model_names.check(model["name"], base_dir))
-    if training is not None:
-        if "reward_weights" in training:
-            problems.append("training.reward_weights: set each reward's weight in rewards[i].weight instead")
-        problems.extend(compat.check_training(training))
-        problems.extend(trackers.check_report_to(training))
-        problems.extend(adapters.check(model or {}, training))
-        problems.extend(batch_rules.check_explore(explore or {}, lambda key: compat.effective(training, key)))
+        problems.extend(map(problem, model_names.check(model["name"], base_dir)))
+    if settings is not None:
+        training = Training(settings)
+        if "reward_weights" in settings:
+            problems.append(Problem(("training", "reward_weights"), "set each reward's weight in rewards[i].weight instead"))
+        problems.extend(map(problem, compat.check_training(settings)))
+        problems.extend(map(problem, trackers.check_report_to(settings)))
+        problems.extend(map(problem, adapters.check(model or {}, settings)))
+        problems.extend(map(problem, batch_rules.check_explore(explore or {}, training.effective)))
         if columns and (evaluation or {}).get("enabled"):  # the data section passed its own checks; rows are held out with eval
-            problems.extend(_check_hold_out(data, lambda key: compat.effective(training, key), base_dir))
-        if owned and not _positive(compat.effective(training, "max_steps")):  # TRL's rule when it is given no dataset
+            problems.extend(_check_hold_out(data, training, base_dir))
+        if owned and not _positive(training.effective("max_steps")):  # TRL's rule when it is given no dataset
             problems.append(
-                "training.max_steps: the environment writes every prompt (data names no training rows), so a run is as "
-                "long as its steps; set training.max_steps"
+                Problem(
+                    ("training", "max_steps"),
+                    "the environment writes every prompt (data names no training rows), so a run is as long as its steps; "
+                    "set training.max_steps",
+                )
             )
     tools, environment = agents.check(top, base_dir, problems)
     if environment is not None:  # TRL calls reset(**row) with every column of each row it plays
@@ -580,22 +558,33 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         and environment is not None
         and not callable(getattr(environment, "get_reward", None))
     ):
-        problems.append("rewards: is empty and the environment has no get_reward; name a reward, or give the environment one")
+        problems.append(
+            Problem(("rewards",), "is empty and the environment has no get_reward; name a reward, or give the environment one")
+        )
     if data is not None and not problems:  # the examples' calls are held against tools that were all found
         problems.extend(agents.check_calls(_all_examples(data), tools, environment))
     resolved = _build_rewards(entries, base_dir, problems)
-    built = _guarded_rewards(entries, resolved, columns, problems, build=False)
+    built = guarded_rewards(entries, resolved, columns, problems, build=False)
     if problems:
         raise RecipeError(problems, source)
-    checked = {"model": model, "data": data, "rewards": entries, "training": training}  # the order recipe.yaml records
-    checked |= {name: value for name, value in sections.items() if name not in checked}
-    checked.update((key, top[key]) for key in ("output_dir", "seed", "resume", "save_final"))
-    checked.update((key, top[key]) for key in ("tools", "environment") if top.get(key))  # recorded only when used
-    if top.get("algorithm") is not None:
-        checked["algorithm"] = top["algorithm"]
     names = [f.__name__ if f is not None else f"{r.name}({_call_args(r.args)})" for r, f in zip(resolved, built, strict=True)]
     return Recipe(
-        data=checked,
+        model=build("model", model),
+        data=build("data", data),
+        rewards=[Reward(**entry) for entry in entries],
+        training=Training(settings),
+        algorithm=top.get("algorithm"),
+        eval=build("eval", evaluation),
+        health=build("health", sections["health"]),
+        explore=build("explore", explore),
+        logging=build("logging", sections["logging"]),
+        groups=build("groups", groups),
+        tools=[Named.of(entry) for entry in top.get("tools") or []],
+        environment=Named.of(top["environment"]) if top.get("environment") else None,
+        output_dir=top["output_dir"],
+        seed=top["seed"],
+        resume=top["resume"],
+        save_final=top["save_final"],
         path=path,
         base_dir=base_dir,
         given=doc,
@@ -603,8 +592,8 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         origins=origins,
         columns=columns,
         reward_names=names,
-        tools=tools,
-        environment=environment,
+        tool_functions=tools,
+        environment_class=environment,
         _funcs=None if None in built else built,
     )
 

@@ -117,7 +117,7 @@ def _rewards(recipe: dict) -> list[str]:
 def _training(summary: dict, recipe: dict) -> list[str]:
     training = _mapping(recipe.get("training"))
     model = _mapping(recipe.get("model"))
-    lines = [f"- what trains: {adapters.describe(model)}"]
+    lines = [f"- what trains: {adapters.describe(model.get('lora'), model.get('quantization'))}"]
     if recipe.get("algorithm"):
         lines.append(f"- algorithm: `{recipe['algorithm']}` (`grpo-ext algorithms {recipe['algorithm']}` says what it sets)")
     steps, planned = summary.get("steps"), training.get("max_steps")

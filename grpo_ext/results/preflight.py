@@ -20,10 +20,11 @@ import statistics
 import time
 
 from grpo_ext.core.text import fmt
+from grpo_ext.recipe import Health, Training
 from grpo_ext.results import scoring
 from grpo_ext.results.watchdog import (
+    DEFAULTS,
     LENGTH_REMEDY,
-    LIMITS,
     RESULTS_DROPPED_CAUSE,
     RESULTS_DROPPED_REMEDY,
     TOOLS_FAILING_CAUSE,
@@ -35,7 +36,6 @@ from grpo_ext.results.watchdog import (
 )
 from grpo_ext.rewards import api
 from grpo_ext.run import rollouts, sampling
-from grpo_ext.settings import compat
 
 
 def _judged(score) -> bool:
@@ -80,7 +80,7 @@ def verdicts(
     weights: list[float],
     group: int,
     seconds: dict[str, float],
-    limits: dict | None = None,
+    limits: Health | None = None,
     judges: frozenset[str] = frozenset(),
     partial_credit: dict[str, str] | None = None,
 ):
@@ -90,7 +90,7 @@ def verdicts(
     ``partial_credit``: reward name → the reward that gives partial credit towards it, named in the remedy when the
     reward alone gives no gradient (``marks``)."""
     partial_credit = partial_credit or {}
-    limits = {**LIMITS, **(limits or {})}
+    limits = limits or DEFAULTS
     stats = {name: reward_stats(scores, group, seconds.get(name)) for name, scores in per_reward.items()}
     total = reward_stats(_summed(per_reward, weights), group, None)
     findings: list[Finding] = []
@@ -117,7 +117,7 @@ def verdicts(
             constant = (
                 f"scored {s['min']:g} on {on}" if s["min"] == s["max"] else f"scored the same within every group of {group}"
             )
-            alone = len(stats) == 1 or (total["zero_spread_groups"] or 0) >= limits["zero_std_share"]
+            alone = len(stats) == 1 or (total["zero_spread_groups"] or 0) >= limits.zero_std_share
             if name in judges and s["min"] == s["max"]:
                 say(
                     "preflight_no_gradient",
@@ -140,7 +140,7 @@ def verdicts(
                 "warning" if alone else "note",
             )
     flat_share = total["zero_spread_groups"] or 0
-    if flat_share >= limits["preflight_flat_share"] and not any(
+    if flat_share >= limits.preflight_flat_share and not any(
         f.rule in ("preflight_no_gradient", "preflight_none") and f.severity == "warning" for f in findings
     ):
         alone = next(iter(stats)) if len(stats) == 1 else None
@@ -156,18 +156,18 @@ def verdicts(
             f"or make the prompts easier",
         )
     spreads = {name: s["std"] for name, s in stats.items() if s["std"]}
-    if len(spreads) > 1 and max(spreads.values()) >= limits["scale_ratio"] * min(spreads.values()):
+    if len(spreads) > 1 and max(spreads.values()) >= limits.scale_ratio * min(spreads.values()):
         big, small = max(spreads, key=spreads.get), min(spreads, key=spreads.get)
         say(
             "preflight_scales",
             f"rewards on very different scales: {big} spreads {spreads[big]:.3g}, {small} {spreads[small]:.3g}",
             f"the summed reward, and so the advantage, follows {big} and hardly sees {small}",
-            f"set rewards[i].weight to bring them within a factor of {limits['scale_ratio']:g}, or rescale the reward",
+            f"set rewards[i].weight to bring them within a factor of {limits.scale_ratio:g}, or rescale the reward",
         )
     return {"rewards": stats, "total": total}, findings
 
 
-def cut_verdict(cut: list[bool], group: int, budget: int, limits: dict | None = None) -> tuple[dict, list[Finding]]:
+def cut_verdict(cut: list[bool], group: int, budget: int, limits: Health | None = None) -> tuple[dict, list[Finding]]:
     """(what was cut, findings) from each sample's cut at ``budget`` (in groups of ``group``): a warning when no
     sample ended in ``clipped_share`` or more of the groups, as then no group shows GRPO what ending earns. A base
     model that rambles still ends a few: SmolLM2 ended 9 of 64 pre-flight samples of recipes/digit-lora.yaml (8
@@ -177,11 +177,11 @@ def cut_verdict(cut: list[bool], group: int, budget: int, limits: dict | None = 
     >>> stats["groups_without_end"], found[0].rule
     (2, 'preflight_cut')
     """
-    limits = {**LIMITS, **(limits or {})}
+    limits = limits or DEFAULTS
     groups = [cut[i : i + group] for i in range(0, len(cut), group)]
     whole = sum(all(g) for g in groups if g)
     stats = {"samples": sum(cut), "of": len(cut), "budget": budget, "groups_without_end": whole, "groups": len(groups)}
-    if not groups or whole / len(groups) < limits["clipped_share"]:
+    if not groups or whole / len(groups) < limits.clipped_share:
         return stats, []
     return stats, [
         Finding(
@@ -236,7 +236,16 @@ def marks(reward_funcs: list) -> tuple[frozenset[str], dict[str, str]]:
 
 
 def sample_and_score(
-    model, tokenizer, rows: list[dict], reward_funcs: list, weights: list[float], training: dict, s, *, chat: bool, limits: dict
+    model,
+    tokenizer,
+    rows: list[dict],
+    reward_funcs: list,
+    weights: list[float],
+    training: Training,
+    s,
+    *,
+    chat: bool,
+    limits: Health,
 ):
     """Sample ``num_generations`` completions per row as training would, score each with every reward.
 
@@ -245,7 +254,7 @@ def sample_and_score(
     Returns (stats, findings, seconds spent).
     """
     t0 = time.monotonic()
-    group = compat.effective(training, "num_generations")
+    group = training.effective("num_generations")
     s = sampling.as_training(s, training, group)
     with sampling.random_state_kept():  # step 1 then samples what it would have without the pre-flight
         with sampling.precision(model, s):
@@ -263,7 +272,7 @@ def sample_and_score(
     return stats, findings + cut, round(time.monotonic() - t0, 1)
 
 
-def sample_conversations(trainer, rows: list[dict], weights: list[float], training: dict, s, *, limits: dict):
+def sample_conversations(trainer, rows: list[dict], weights: list[float], training: Training, s, *, limits: Health):
     """The pre-flight of a recipe with tools or an environment: ``num_generations`` conversations per row sampled by
     the trainer with its tool loop, at training's temperature and length (``run.rollouts``), scored as training
     scores them. Besides the reward verdicts: how often the model called a tool, wrote a call that could not be
@@ -271,7 +280,7 @@ def sample_conversations(trainer, rows: list[dict], weights: list[float], traini
     failed, or when most results were dropped; first, whether the worked examples' calls and results fit the budget.
     Returns (stats, findings, seconds spent)."""
     t0 = time.monotonic()
-    group = compat.effective(training, "num_generations")
+    group = training.effective("num_generations")
     s = sampling.as_training(s, training, group)
     tokenizer = trainer.processing_class
     worked = {e for row in rows for e in rollouts.worked_exchanges(tokenizer, row["prompt"])}
@@ -284,7 +293,6 @@ def sample_conversations(trainer, rows: list[dict], weights: list[float], traini
     )
     findings += budget_verdict(sorted(worked, key=lambda e: e.start), s.max_new_tokens)
     stats["tools"] = tools = sampled.tool_counts()
-    limits = {**LIMITS, **(limits or {})}
     if tools["called"] == 0:
         findings.append(
             Finding(
@@ -296,7 +304,7 @@ def sample_conversations(trainer, rows: list[dict], weights: list[float], traini
                 TOOLS_UNUSED_REMEDY,
             )
         )
-    elif tools["errors_per_call"] >= limits["tool_failure_share"]:
+    elif tools["errors_per_call"] >= limits.tool_failure_share:
         findings.append(
             Finding(
                 0,
@@ -306,7 +314,7 @@ def sample_conversations(trainer, rows: list[dict], weights: list[float], traini
                 TOOLS_FAILING_REMEDY,
             )
         )
-    if tools["dropped"] and tools["dropped_per_call"] >= limits["tool_failure_share"]:
+    if tools["dropped"] and tools["dropped_per_call"] >= limits.tool_failure_share:
         findings.append(
             Finding(
                 0,

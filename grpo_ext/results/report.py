@@ -10,9 +10,9 @@ import yaml
 from grpo_ext.core.files import write_atomic
 from grpo_ext.core.text import fmt, plural
 from grpo_ext.core.yaml_io import load_yaml
+from grpo_ext.recipe import Training
 from grpo_ext.results import evalstats, plots, watchdog
 from grpo_ext.run import hardware, rundir
-from grpo_ext.settings import compat
 
 
 def new_summary(recipe: str, model: str, processes: int) -> dict:
@@ -378,7 +378,7 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
         lines += [f"- {line}" for line in change_lines(summary.get("eval_change"), "After vs before")]
     else:
         lines.append("No eval ran (no `data.eval_prompts`, or `eval.enabled: false`).")
-    lines += tools_markdown(summary, compat.effective(run_recipe.get("training") or {}, "max_completion_length"))
+    lines += tools_markdown(summary, Training(run_recipe.get("training") or {}).effective("max_completion_length"))
     lines += watchdog.markdown(summary.get("health"))
     lines += ["", "## Training curves", ""]
     lines.append(
@@ -427,7 +427,7 @@ def finish(run_dir: Path, summary: dict, log=print) -> None:
         run_recipe = None
     run_recipe = run_recipe if isinstance(run_recipe, dict) else {}
     if records:
-        beta = compat.effective(run_recipe.get("training") or {}, "beta")
+        beta = Training(run_recipe.get("training") or {}).effective("beta")
         model = (run_recipe.get("model") or {}).get("name", "")
         plots.draw_curves(records, run_dir / "curves.png", f"{run_dir.name}: {model}", beta=beta)
     write_atomic(run_dir / "report.md", report_markdown(run_dir, summary, run_recipe, records))

@@ -13,6 +13,7 @@ installed TRL does not log leaves its rule silent. Pure Python over ``metrics.js
 watchdog and ``grpo-ext doctor`` agree.
 """
 
+import dataclasses
 import math
 import statistics
 import time
@@ -20,11 +21,19 @@ from dataclasses import asdict, dataclass
 
 from grpo_ext.core.errors import RunError
 from grpo_ext.core.text import fmt, plural
-from grpo_ext.recipe import SCHEMA
+from grpo_ext.recipe import SCHEMA, Health
 from grpo_ext.results.plots import reward_function_keys
 from grpo_ext.settings import compat
 
+DEFAULTS = Health(**{key: spec.default for key, spec in SCHEMA["health"].items()})  # a health: section left out
 LIMITS = {key: spec.default for key, spec in SCHEMA["health"].items() if isinstance(spec.default, (int, float))}
+
+
+def limits_of(recorded: dict) -> Health:
+    """A run's recorded ``health:`` section as the watchdog reads it: its numbers (of the keys in ``LIMITS``), the
+    defaults for the rest; a hand-edited run's words are left out."""
+    numbers = {k: v for k, v in recorded.items() if k in LIMITS and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    return dataclasses.replace(DEFAULTS, **numbers)
 
 
 class Unhealthy(RunError):
@@ -110,14 +119,13 @@ def _clip_key(records: list[dict]) -> str:
 class Watchdog:
     """Feed it each step's metrics record (``update``); it returns the findings that step raised, each once.
 
-    ``limits``: the recipe's ``health`` section (defaults in ``LIMITS``); ``pass_thresholds``: reward name →
+    ``limits``: the recipe's ``health`` section (``DEFAULTS`` without one); ``pass_thresholds``: reward name →
     the score at which a sample passes it, so that a batch where every reward is at its pass mark counts as
     solved (all groups agree because all are right) rather than as a run without signal.
     """
 
-    def __init__(self, limits: dict | None = None, pass_thresholds: dict[str, float] | None = None, default_pass: float = 1.0):
-        numbers = {k: v for k, v in (limits or {}).items() if isinstance(v, (int, float)) and not isinstance(v, bool)}
-        self.limits = {**LIMITS, **{k: v for k, v in numbers.items() if k in LIMITS}}  # a hand-edited run's words: defaults
+    def __init__(self, limits: Health | None = None, pass_thresholds: dict[str, float] | None = None, default_pass: float = 1.0):
+        self.limits = limits or DEFAULTS
         self.pass_thresholds = pass_thresholds or {}
         self.default_pass = default_pass
         self.records: list[dict] = []
@@ -202,7 +210,7 @@ class Watchdog:
         )
 
     def _unscored(self) -> Finding | None:
-        k = self.limits["unscored_steps"]
+        k = self.limits.unscored_steps
         window = self._last(k)
         keys = reward_function_keys(window or [])
         if not window or not keys:
@@ -219,12 +227,12 @@ class Watchdog:
         )
 
     def _no_signal(self) -> Finding | None:
-        k = self.limits["no_signal_steps"]
+        k = self.limits.no_signal_steps
         window = self._last(k)
         shares = [_zero_spread(r) for r in window or []]
         if not window or None in shares:
             return None
-        share = self.limits["zero_std_share"]
+        share = self.limits.zero_std_share
         # A solved step among flat ones does not clear the run: a policy that plays one fixed game wins every game of
         # a batch whose secrets it happens to hit (recipes/guess.yaml seed 2 did on 2 of its 13 flat steps). Only a
         # window solved for the most part is silent.
@@ -234,7 +242,7 @@ class Watchdog:
         # a step whose every group was flat may have been skipped (no forward pass, no entropy): the last one logged
         last = next((r for r in reversed(self.records) if _num(r, "entropy") is not None), None)
         entropy = _num(last, "entropy") if last else None
-        collapsed = entropy is not None and entropy < self.limits["entropy_floor"]
+        collapsed = entropy is not None and entropy < self.limits.entropy_floor
         when = "" if last is window[-1] else f" at step {last['step']}" if last else ""
         return Finding(
             window[-1]["step"],
@@ -252,12 +260,12 @@ class Watchdog:
         )
 
     def _flat(self) -> Finding | None:
-        n = self.limits["flat_steps"]
+        n = self.limits.flat_steps
         window = self._last(n)
         if not window or any(self.solved(r) for r in window):
             return None
         rewards = [_num(r, "reward") for r in window]
-        if not _finite(rewards) or max(rewards) - min(rewards) >= self.limits["flat_reward"]:
+        if not _finite(rewards) or max(rewards) - min(rewards) >= self.limits.flat_reward:
             return None
         entropy = [_num(r, "entropy") for r in window]
         kl = [_num(r, "kl") for r in window]
@@ -277,7 +285,7 @@ class Watchdog:
         )
 
     def _not_learning(self) -> Finding | None:
-        n = self.limits["trend_steps"]
+        n = self.limits.trend_steps
         window = self._last(n)
         if not window or "reward_flat" in self.fired or any(self.solved(r) for r in window):
             return None
@@ -285,7 +293,7 @@ class Watchdog:
         if not _finite(rewards):
             return None
         slope, error = trend(rewards)
-        z = self.limits["trend_z"]
+        z = self.limits.trend_z
         if slope - z * error > 0 or self._risen(rewards[n // 2 :], z):
             return None
         return Finding(
@@ -313,7 +321,7 @@ class Watchdog:
         return statistics.fmean(recent) - first > z * noise
 
     def _pinned(self) -> Finding | None:
-        n = self.limits["clipped_steps"]
+        n = self.limits.clipped_steps
         window = self._last(n)
         every = self._last(ALL_CUT_STEPS)
         if every and all(_num(r, "completions/clipped_ratio") == 1.0 for r in every) and not any(map(self.solved, every)):
@@ -330,7 +338,7 @@ class Watchdog:
         if not window or not all("completions/clipped_ratio" in r for r in window) or any(self.solved(r) for r in window):
             return None
         cut = statistics.fmean(_num(r, "completions/clipped_ratio") or 0 for r in window)
-        if cut < self.limits["clipped_share"]:
+        if cut < self.limits.clipped_share:
             return None
         length = _num(window[-1], _length_key(window))
         return Finding(
@@ -345,20 +353,20 @@ class Watchdog:
     def _entropy(self) -> Finding | None:
         record = self.records[-1]
         entropy = _num(record, "entropy")
-        if entropy is None or entropy >= self.limits["entropy_floor"] or self.solved(record):
+        if entropy is None or entropy >= self.limits.entropy_floor or self.solved(record):
             return None
         if (_num(record, "tools/call_frequency") or 0) >= MOSTLY_CALLS:
             return None  # most tokens are a call's fixed form and its copied result: low entropy there is not a collapse
         return Finding(
             record["step"],
             "entropy_collapse",
-            f"entropy {entropy:.3f} nats per token, below {self.limits['entropy_floor']} before the task is solved",
+            f"entropy {entropy:.3f} nats per token, below {self.limits.entropy_floor} before the task is solved",
             "the policy has stopped exploring (group too small, clipping too tight, or learning rate too high)",
             "raise num_generations, widen epsilon (epsilon_high), raise temperature, or lower learning_rate" + _entropy_bonus(),
         )
 
     def _kl(self) -> Finding | None:
-        n = self.limits["flat_steps"]
+        n = self.limits.flat_steps
         now = self._last(n)
         if not now:
             return None
@@ -368,32 +376,32 @@ class Watchdog:
         median = statistics.median(kl)
         before = self._last(2 * n)
         earlier = statistics.median([_num(r, "kl") or 0 for r in before[:n]]) if before else None
-        growing = earlier is not None and median > max(self.limits["kl_growth"] * earlier, 0.05 * self.limits["kl_max"])
-        if median <= self.limits["kl_max"] and not growing:
+        growing = earlier is not None and median > max(self.limits.kl_growth * earlier, 0.05 * self.limits.kl_max)
+        if median <= self.limits.kl_max and not growing:
             return None
         trend = f"from {earlier:.3g} " if growing else ""
         return Finding(
             now[-1]["step"],
             "kl_rising",
             f"KL median over {n} steps {trend}to {median:.3g}"
-            + (f" (above {self.limits['kl_max']})" if median > self.limits["kl_max"] else ""),
+            + (f" (above {self.limits.kl_max})" if median > self.limits.kl_max else ""),
             "beta too small or learning_rate too high: the policy runs away from the reference model",
             "raise beta, lower learning_rate",
         )
 
     def _hacking(self) -> Finding | None:
-        n = self.limits["flat_steps"]
+        n = self.limits.flat_steps
         if len(self.records) < 2 * n:
             return None
         first, now = self.records[:n], self.records[-n:]
         r0 = [_num(r, "reward") for r in first]
         r1 = [_num(r, "reward") for r in now]
-        if not (_finite(r0) and _finite(r1)) or statistics.fmean(r1) <= statistics.fmean(r0) + self.limits["flat_reward"]:
+        if not (_finite(r0) and _finite(r1)) or statistics.fmean(r1) <= statistics.fmean(r0) + self.limits.flat_reward:
             return None
         key = _length_key(self.records)
         l0, l1 = [_num(r, key) for r in first], [_num(r, key) for r in now]
         step = now[-1]["step"]
-        if _finite(l0) and _finite(l1) and statistics.fmean(l1) >= self.limits["length_growth"] * max(statistics.fmean(l0), 1.0):
+        if _finite(l0) and _finite(l1) and statistics.fmean(l1) >= self.limits.length_growth * max(statistics.fmean(l0), 1.0):
             return Finding(
                 step,
                 "reward_hacking",
@@ -411,7 +419,7 @@ class Watchdog:
             for name, k in keys.items()
             if name not in alone
             and statistics.fmean([_num(r, k) or 0 for r in now])
-            <= statistics.fmean([_num(r, k) or 0 for r in first]) + self.limits["flat_reward"]
+            <= statistics.fmean([_num(r, k) or 0 for r in first]) + self.limits.flat_reward
         ]
         if not alone or not still:
             return None
@@ -438,7 +446,7 @@ class Watchdog:
         )
 
     def _tools_unused(self) -> Finding | None:
-        n = self.limits["tool_steps"]
+        n = self.limits.tool_steps
         window = self._last(n)
         calls = [_num(r, "tools/call_frequency") for r in window or []]
         if not window or None in calls or any(calls) or any(self.solved(r) for r in window):
@@ -462,14 +470,14 @@ class Watchdog:
         )
 
     def _tools_failing(self) -> Finding | None:
-        n = self.limits["tool_steps"]
+        n = self.limits.tool_steps
         window = self._last(n)
         failing = [_num(r, "tools/failure_frequency") for r in window or []]
         called = [_num(r, "tools/call_frequency") or 0 for r in window or []]
         if not window or None in failing or not any(called):
             return None
         share = statistics.fmean(f for f, c in zip(failing, called, strict=True) if c)
-        if share < self.limits["tool_failure_share"]:
+        if share < self.limits.tool_failure_share:
             return None
         return Finding(
             window[-1]["step"],
@@ -481,14 +489,14 @@ class Watchdog:
 
     def _results_dropped(self) -> Finding | None:
         # from the first step, not once the window is full: a budget that drops results drops them at once
-        window = self.records[-self.limits["tool_steps"] :]
+        window = self.records[-self.limits.tool_steps :]
         shares = [_num(r, "tools/dropped_frequency") for r in window]
         counts = [_num(r, "tools/dropped_results") or 0 for r in window]
         called = [_num(r, "tools/call_frequency") or 0 for r in window]
         if None in shares or not any(counts):
             return None
         share = statistics.fmean([f for f, c in zip(shares, called, strict=True) if c] or shares)
-        if share < self.limits["tool_failure_share"]:
+        if share < self.limits.tool_failure_share:
             return None
         return Finding(
             window[-1]["step"],
@@ -557,7 +565,7 @@ def dropped_line(count: float, budget: int | None) -> str:
     )
 
 
-def replay(records: list[dict], limits: dict | None = None, pass_thresholds: dict[str, float] | None = None) -> Watchdog:
+def replay(records: list[dict], limits: Health | None = None, pass_thresholds: dict[str, float] | None = None) -> Watchdog:
     """A watchdog fed a whole run's records, in order: what the live watchdog found, found again."""
     dog = Watchdog(limits, pass_thresholds)
     for record in records:

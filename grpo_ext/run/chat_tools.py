@@ -19,34 +19,34 @@ from pathlib import Path
 
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import resolve_path
+from grpo_ext.recipe import Model, Recipe
 from grpo_ext.settings import compat
 
 TEMPLATE = Path(__file__).with_name("templates") / "chatml-tools.jinja"
 
 
-def apply(tokenizer, recipe, log) -> None:
+def apply(tokenizer, recipe: Recipe, log) -> None:
     """The recipe's template on ``tokenizer``, for every verb that renders its prompts (train, eval, the checkpoint
     sweep, filter): one that shows the tools for a recipe with tools or an environment, else ``model.chat_template``
     when the recipe sets it, else the model's own."""
-    if recipe.tools or recipe.environment:
-        prepare(tokenizer, recipe["model"], recipe.base_dir, log)
-    elif recipe["model"]["chat_template"]:
-        use_template(tokenizer, recipe["model"], recipe.base_dir, log)
+    if recipe.agentic:
+        prepare(tokenizer, recipe.model, recipe.base_dir, log)
+    elif recipe.model.chat_template:
+        use_template(tokenizer, recipe.model.chat_template, recipe.base_dir, log)
 
 
-def use_template(tokenizer, model_cfg: dict, base_dir: Path, log) -> None:
-    """``model.chat_template``'s file in place of the model's template."""
-    own = model_cfg["chat_template"]
+def use_template(tokenizer, own: str, base_dir: Path, log) -> None:
+    """``model.chat_template``'s file (``own``) in place of the model's template."""
     tokenizer.chat_template = resolve_path(own, base_dir).read_text(encoding="utf-8")
     log(f"chat template: {own} (model.chat_template)")
 
 
-def prepare(tokenizer, model_cfg: dict, base_dir: Path, log) -> None:
+def prepare(tokenizer, model: Model, base_dir: Path, log) -> None:
     """Make ``tokenizer`` render and parse tool calls for a recipe with tools (see the module docstring)."""
     from trl.chat_template_utils import supports_tool_calling
 
-    if model_cfg.get("chat_template"):
-        use_template(tokenizer, model_cfg, base_dir, log)
+    if model.chat_template:
+        use_template(tokenizer, model.chat_template, base_dir, log)
     elif supports_tool_calling(tokenizer):
         return
     elif "<|im_start|>" in (tokenizer.chat_template or ""):
@@ -54,13 +54,13 @@ def prepare(tokenizer, model_cfg: dict, base_dir: Path, log) -> None:
         log(f"tools: the model's ChatML template cannot show tools; grpo_ext's ChatML tool template is used ({TEMPLATE.name})")
     else:
         raise RecipeError(
-            f"model.name {model_cfg['name']!r}: its chat template cannot show tools to the model, and grpo_ext has no "
+            f"model.name {model.name!r}: its chat template cannot show tools to the model, and grpo_ext has no "
             "template for its family; set model.chat_template to a Jinja file that renders tools, tool calls and their "
             f"results, with calls as <tool_call>{{json}}</tool_call> lines (one for ChatML models to start from: {TEMPLATE})"
         )
     if not supports_tool_calling(tokenizer):
         raise RecipeError(
-            f"model.chat_template: {model_cfg.get('chat_template') or TEMPLATE.name} does not render a tool call and its "
+            f"model.chat_template: {model.chat_template or TEMPLATE.name} does not render a tool call and its "
             "result (TRL's supports_tool_calling); render each message's tool_calls and each tool message's content "
             "(docs/tools.md)"
         )

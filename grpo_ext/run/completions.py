@@ -27,6 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grpo_ext.recipe import Logging
 from grpo_ext.rewards.api import completion_text, describe, prompt_text
 from grpo_ext.run import rollouts, rundir, trl_internals
 from grpo_ext.settings import compat
@@ -98,7 +99,7 @@ def _last_line(path: Path) -> tuple[int, bool, dict | None]:
     return size, cut, record if is_capped(record) and not cut else None
 
 
-def writer(settings: dict, run_dir: Path, log, trainer):
+def writer(settings: Logging, run_dir: Path, log, trainer):
     """A TrainerCallback that appends the sampled completions to ``run_dir/completions.jsonl`` (main process only).
 
     ``settings`` is the recipe's ``logging`` section; ``trainer`` returns the GRPOTrainer, which is built after its
@@ -106,7 +107,7 @@ def writer(settings: dict, run_dir: Path, log, trainer):
     from transformers import TrainerCallback
 
     path = Path(run_dir) / FILE
-    every, cap = settings["completions_steps"], int(settings["completions_max_mb"] * MB)
+    every, cap = settings.completions_steps, int(settings.completions_max_mb * MB)
 
     class _Completions(TrainerCallback):
         def __init__(self):

@@ -20,21 +20,23 @@ Files stay in Arrow (``datasets``, memory-mapped), so a large file is not held t
 from dataclasses import dataclass
 from pathlib import Path
 
-from grpo_ext.core.errors import RecipeError, RunError
+from grpo_ext.core.errors import Loc, Problem, RecipeError, RunError, problem, where
 from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import first_line, listing, plural
-from grpo_ext.data import datafiles, examples, generators, mixture
-from grpo_ext.recipe import held_out_size
+from grpo_ext.data import datafiles, examples, mixture
+from grpo_ext.recipe import Data, held_out_size
 from grpo_ext.rewards.guard import missing_columns
 from grpo_ext.tools import check_reset
 
+DATA: Loc = ("data",)
 
-def use_chat(data_cfg: dict, tokenizer) -> bool:
-    if data_cfg["chat"] == "auto":
+
+def use_chat(d: Data, tokenizer) -> bool:
+    if d.chat == "auto":
         return bool(getattr(tokenizer, "chat_template", None))
-    if data_cfg["chat"] and not getattr(tokenizer, "chat_template", None):
-        raise RecipeError("data.chat: true, but the tokenizer has no chat template; set data.chat: false")
-    return bool(data_cfg["chat"])
+    if d.chat and not getattr(tokenizer, "chat_template", None):
+        raise RecipeError(Problem(("data", "chat"), "true, but the tokenizer has no chat template; set data.chat: false"))
+    return bool(d.chat)
 
 
 def format_prompt(prompt, system_prompt: str | None, chat: bool, examples: list[dict] | None = None):
@@ -58,35 +60,41 @@ def format_prompt(prompt, system_prompt: str | None, chat: bool, examples: list[
     return messages + list(examples or []) + [{"role": "user", "content": prompt}]
 
 
-def check_files(data_cfg: dict, base_dir: Path) -> None:
+def check_files(d: Data, base_dir: Path) -> None:
     """Read each local data file of the recipe once, row by row; a bad row stops here, naming its line (before a
     run directory is made or a model loads)."""
-    if is_mixture(data_cfg):
-        for i, entry in enumerate(data_cfg["mixture"]):
-            try:
-                check_files(mixture.config(data_cfg, entry), base_dir)
-            except RecipeError as exc:
-                raise RecipeError([mixture.within(problem, i) for problem in exc.problems]) from None
-        # and below, the whole mixture's eval_file (a mixture's data section has no file or eval_split of its own)
-    splits = [("file", data_cfg["hub_split"]), ("eval_file", None)]
-    if data_cfg.get("eval_split"):
-        splits.append(("file", data_cfg["eval_split"]))
+    for i, source in enumerate(d.sources):
+        try:
+            check_files(d.alone(source), base_dir)
+        except RecipeError as exc:
+            raise RecipeError([mixture.within(p, i) for p in exc.found]) from None
+    # and below, the whole mixture's eval_file (a mixture's data section has no file or eval_split of its own)
+    splits: list[tuple[str, str | None]] = [("file", d.hub_split), ("eval_file", None)]
+    if d.eval_split:
+        splits.append(("file", d.eval_split))
     for key, split in splits:
-        if data_cfg.get(key):
-            path = _path(data_cfg, base_dir, key, split)
-            datafiles.scan(path, f"data.{key}", _rule(path, data_cfg, key), data_cfg["prompt_template"])
+        if _file(d, key):
+            path = _path(d, base_dir, key, split)
+            datafiles.scan(path, ("data", key), _rule(path, d, key), d.prompt_template)
 
 
-def _path(data_cfg: dict, base_dir: Path, key: str, split: str | None) -> Path:
-    where = "data.eval_split" if split and split == data_cfg.get("eval_split") else f"data.{key}"
-    return datafiles.split_path(resolve_path(data_cfg[key], base_dir), split, where)
+def _file(d: Data, key: str) -> str | None:
+    """``data.file`` or ``data.eval_file``."""
+    return d.file if key == "file" else d.eval_file
 
 
-def _rule(path: Path, data_cfg: dict, key: str):
-    return datafiles.prompt_rule(datafiles.columns(path, f"data.{key}"), data_cfg, f"data.{key} {path.name}")
+def _path(d: Data, base_dir: Path, key: str, split: str | None) -> Path:
+    loc = ("data", "eval_split") if split and split == d.eval_split else ("data", key)
+    return datafiles.split_path(resolve_path(_file(d, key) or "", base_dir), split, loc)
 
 
-def _read(path: Path, key: str):
+def _rule(path: Path, d: Data, key: str):
+    return datafiles.prompt_rule(
+        datafiles.columns(path, ("data", key)), d.prompt_template, d.prompt_column, f"data.{key} {path.name}"
+    )
+
+
+def _read(path: Path, loc: Loc):
     """A datasets.Dataset of a data path (one split's folder for a DatasetDict)."""
     from datasets import load_dataset, load_from_disk
 
@@ -96,29 +104,29 @@ def _read(path: Path, key: str):
         return load_dataset(datafiles.kind(path), data_files=str(path), split="train")
     except Exception as exc:  # datasets wraps the parser's own error
         cause = exc.__cause__ or exc
-        raise RecipeError(f"{key}: cannot read {path.name}: {type(cause).__name__}: {first_line(str(cause))}") from None
+        raise RecipeError(Problem(loc, f"cannot read {path.name}: {type(cause).__name__}: {first_line(str(cause))}")) from None
 
 
-def _with_prompt(ds, data_cfg: dict, named: str):
+def _with_prompt(ds, d: Data, named: str):
     """The rows with their prompt in a ``prompt`` column (renamed, templated, or from the conversation)."""
-    rule = datafiles.prompt_rule(ds.column_names, data_cfg, named)
+    rule = datafiles.prompt_rule(ds.column_names, d.prompt_template, d.prompt_column, named)
     how, what = rule
     if how == "column":
         if what == "prompt":
             return ds
         return ds.remove_columns([c for c in ("prompt",) if c in ds.column_names]).rename_column(what, "prompt")
-    template = data_cfg["prompt_template"]
+    template = d.prompt_template
     return ds.map(lambda row: {"prompt": datafiles.prompt_of(row, rule, template)}, desc="prompts")
 
 
-def _hub(data_cfg: dict, split: str):
+def _hub(d: Data, split: str):
     from datasets import load_dataset
 
     try:
-        return load_dataset(data_cfg["hub"], data_cfg["hub_config"], split=split)
+        return load_dataset(d.hub, d.hub_config, split=split)
     except Exception as exc:
         raise RunError(
-            f"data.hub: loading {data_cfg['hub']!r} split {split!r} failed: {type(exc).__name__}: {first_line(str(exc))}"
+            f"data.hub: loading {d.hub!r} split {split!r} failed: {type(exc).__name__}: {first_line(str(exc))}"
         ) from exc
 
 
@@ -131,25 +139,24 @@ class Rows:
     notes: list[str]
 
 
-def _train(d: dict, base_dir: Path, reward_funcs: list, environment: type | None = None, owned: int = 0):
+def _train(d: Data, base_dir: Path, reward_funcs: list, environment: type | None = None, owned: int = 0, at: Loc = DATA):
     """The training rows as a datasets.Dataset with a ``prompt`` column; without any in the data section (an
-    environment whose reset writes each prompt), ``owned`` rows of an empty prompt, as TRL makes without a dataset."""
+    environment whose reset writes each prompt), ``owned`` rows of an empty prompt, as TRL makes without a dataset.
+    ``at``: the data section's key path, which names the rows in a problem with their columns."""
     from datasets import Dataset
 
-    if d.get("file"):
-        return _with_prompt(
-            _read(_path(d, base_dir, "file", d["hub_split"]), "data.file"), d, f"data.file {Path(d['file']).name}"
-        )
-    if d.get("hub"):
-        named = f"data.hub {d['hub']}"
-        train = _with_prompt(_hub(d, d["hub_split"]), d, named)
-        _check_columns(reward_funcs, train.column_names, f"the training rows ({named})", environment)
+    if d.file:
+        return _with_prompt(_read(_path(d, base_dir, "file", d.hub_split), ("data", "file")), d, f"data.file {Path(d.file).name}")
+    if d.hub:
+        named = f"data.hub {d.hub}"
+        train = _with_prompt(_hub(d, d.hub_split), d, named)
+        _check_columns(reward_funcs, train.column_names, f"the training rows ({where((*at, 'hub'))} {d.hub})", environment)
         return train
-    if d.get("source"):
-        return Dataset.from_list(generators.generated(d)[0])
-    if d.get("prompts") is None:
+    if d.source:
+        return Dataset.from_list(d.generated()[0])
+    if d.prompts is None:
         return Dataset.from_list([{"prompt": ""}] * owned)
-    return Dataset.from_list([{"prompt": p} for p in d["prompts"]])
+    return Dataset.from_list([{"prompt": p} for p in d.prompts])
 
 
 def _check_columns(reward_funcs: list, columns: list[str], rows: str, environment: type | None = None) -> None:
@@ -157,87 +164,93 @@ def _check_columns(reward_funcs: list, columns: list[str], rows: str, environmen
     problems = missing_columns(reward_funcs, columns, rows)
     problems += check_reset(environment, columns, rows, "environment") if environment is not None else []
     if problems:
-        raise RecipeError(problems)
+        raise RecipeError(map(problem, problems))
 
 
-def has_eval(d: dict) -> bool:
+def has_eval(d: Data) -> bool:
     """Whether the recipe names held-out rows (a source of eval rows, or rows held out of training)."""
-    if is_mixture(d):
-        return mixture.held(d) is not None or any(has_eval(mixture.config(d, entry)) for entry in d["mixture"])
-    return datafiles.holds_out(d) or any(d.get(k) is not None for k in ("eval_prompts", "eval_file", "eval_split", "source"))
+    if d.mixture:
+        return d.held is not None or any(has_eval(d.alone(source)) for source in d.mixture)
+    return d.holds_out or any(value is not None for value in (d.eval_prompts, d.eval_file, d.eval_split, d.source))
 
 
-def _eval(d: dict, base_dir: Path, reward_funcs: list, environment: type | None = None) -> list[dict]:
+def _eval(d: Data, base_dir: Path, reward_funcs: list, environment: type | None = None, at: Loc = DATA) -> list[dict]:
     """The eval rows from their own source (not held out of the training rows)."""
-    if d.get("eval_prompts") is not None:
-        return [p if isinstance(p, dict) else {"prompt": p} for p in d["eval_prompts"]]
-    if d.get("eval_file"):
+    if d.eval_prompts is not None:
+        return [p if isinstance(p, dict) else {"prompt": p} for p in d.eval_prompts]
+    if d.eval_file:
         path = _path(d, base_dir, "eval_file", None)
-        return _first(_with_prompt(_read(path, "data.eval_file"), d, f"data.eval_file {path.name}"), d["eval_size"])
-    if d.get("eval_split"):
-        named = f"data.eval_split {d['eval_split']}"
-        if d.get("file"):
-            return _first(_with_prompt(_read(_path(d, base_dir, "file", d["eval_split"]), named), d, named), d["eval_size"])
-        rows = _first(_with_prompt(_hub(d, d["eval_split"]), d, named), d["eval_size"])
-        _check_columns(reward_funcs, list(rows[0]) if rows else ["prompt"], f"the eval rows ({named})", environment)
+        return _first(_with_prompt(_read(path, ("data", "eval_file")), d, f"data.eval_file {path.name}"), d.eval_size)
+    if d.eval_split:
+        named = f"data.eval_split {d.eval_split}"
+        if d.file:
+            read = _read(_path(d, base_dir, "file", d.eval_split), ("data", f"eval_split {d.eval_split}"))  # named as its rows
+            return _first(_with_prompt(read, d, named), d.eval_size)
+        rows = _first(_with_prompt(_hub(d, d.eval_split), d, named), d.eval_size)
+        described = f"the eval rows ({where((*at, 'eval_split'))} {d.eval_split})"
+        _check_columns(reward_funcs, list(rows[0]) if rows else ["prompt"], described, environment)
         return rows
-    if d.get("source"):
-        return generators.generated(d)[1]
+    if d.source:
+        return d.generated()[1]
     return []
 
 
 def load(
-    d: dict,
+    d: Data,
     base_dir: Path,
     seed: int,
     reward_funcs: list,
     eval_enabled: bool = True,
     environment: type | None = None,
     owned: int = 0,
+    at: Loc = DATA,
 ) -> Rows:
     """The training and eval rows of a recipe's data section, each with a ``prompt``. Hub rows are checked here for
     the columns the rewards and the ``environment``'s reset need (a file's were checked with the recipe; a mixture's
     hub sources for the rewards' alone), before any model loads. A section naming no training rows (the environment
-    writes each prompt) gives ``owned`` rows."""
-    if is_mixture(d):
+    writes each prompt) gives ``owned`` rows. ``at``: the section's key path (a mixture's source's), which names its
+    rows in a problem with their columns; other problems are at ``data.``, for the caller to move."""
+    if d.mixture:
         return _mixture(d, base_dir, seed, reward_funcs, eval_enabled)
-    train = _train(d, base_dir, reward_funcs, environment, owned)
-    if eval_enabled and datafiles.holds_out(d):
+    train = _train(d, base_dir, reward_funcs, environment, owned, at)
+    if eval_enabled and d.holds_out:
         train, held, note = _hold_out(train, d, seed)
         return Rows(train, held, [note])
-    return Rows(train, _eval(d, base_dir, reward_funcs, environment) if eval_enabled else [], [])
+    return Rows(train, _eval(d, base_dir, reward_funcs, environment, at) if eval_enabled else [], [])
 
 
-def is_mixture(d: dict) -> bool:
+def is_mixture(d: Data) -> bool:
     """Whether the data section trains on a mixture of sources (``data.mixture``)."""
-    return bool(d.get("mixture"))
+    return bool(d.mixture)
 
 
-def _mixture(d: dict, base_dir: Path, seed: int, reward_funcs: list, eval_enabled: bool) -> Rows:
+def _mixture(d: Data, base_dir: Path, seed: int, reward_funcs: list, eval_enabled: bool) -> Rows:
     """A mixture's rows: each source's training and eval rows as a recipe of that source alone would have them,
     the training rows drawn by ``data.mixture`` and shuffled together, every row naming its source. The
     training rows stay a list until they are formatted: sources may hold text and chat prompts side by side."""
-    entries = d["mixture"]
-    names = [mixture.label(entry) for entry in entries]
+    sources = d.sources
+    names = [source.label for source in sources]
     parts = []
-    for i, entry in enumerate(entries):
+    for i, source in enumerate(sources):
         try:
-            parts.append(load(mixture.config(d, entry), base_dir, seed, reward_funcs, eval_enabled))
+            parts.append(load(d.alone(source), base_dir, seed, reward_funcs, eval_enabled, at=("data", "mixture", i)))
         except RecipeError as exc:
-            raise RecipeError([mixture.within(problem, i) for problem in exc.problems]) from None
+            raise RecipeError([mixture.within(p, i) for p in exc.found]) from None
         if len(parts[i].train) == 0:
-            raise RecipeError(f"data.mixture[{i}]: {names[i]} has no training rows left to draw; give it training rows")
-    available = [len(part.train) for part in parts]
-    counts = mixture.plan(entries, available, d["size"])
+            raise RecipeError(
+                Problem(("data", "mixture", i), f"{names[i]} has no training rows left to draw; give it training rows")
+            )
+    available: list[int | None] = [len(part.train) for part in parts]
+    counts = mixture.plan([s.weight for s in sources], [s.rows for s in sources], available, d.size)
     picks = mixture.draw(names, counts, available, seed)
     if not picks:
-        raise RecipeError("data.mixture: the weights give no training rows; raise data.size or give sources rows")
+        raise RecipeError(Problem(("data", "mixture"), "the weights give no training rows; raise data.size or give sources rows"))
     taken = {}
     for i, part in enumerate(parts):
         rows = [row for source, row in picks if source == i]
         taken[i] = iter(part.train.select(rows).to_list() if rows else [])
     train = [{**next(taken[source]), mixture.COLUMN: names[source]} for source, _ in picks]
-    whole, shown = mixture.held(d), None
+    whole, shown = d.held, None
     held = []
     if whole is not None and eval_enabled:  # the whole mixture's held-out set, named by its key in the source column
         held = [{**row, mixture.COLUMN: whole[0]} for row in _eval(d, base_dir, reward_funcs)]
@@ -245,96 +258,104 @@ def _mixture(d: dict, base_dir: Path, seed: int, reward_funcs: list, eval_enable
     held += [{**row, mixture.COLUMN: name} for name, part in zip(names, parts, strict=True) for row in part.eval]
     evals = [len(part.eval) for part in parts] if eval_enabled else None
     line = mixture.describe(names, counts, evals, whole=shown)
-    notes = [f"data: {line}", *mixture.shortfalls(names, entries, counts, available)]
+    notes = [
+        f"data: {line}",
+        *mixture.shortfalls(names, [s.weight for s in sources], [s.rows for s in sources], counts, available),
+    ]
     return Rows(train, held, notes + mixture.one_kind(train + held))
 
 
-def mixture_plan(d: dict, base_dir: Path, eval_enabled: bool) -> list[str]:
+def mixture_plan(d: Data, base_dir: Path, eval_enabled: bool) -> list[str]:
     """What a mixture would train on, counted without loading anything heavy (a dry run): its line and notes.
     A file's rows are counted by reading it once; a hub dataset's only when it is fetched."""
-    entries = d["mixture"]
-    names = [mixture.label(entry) for entry in entries]
+    sources = d.sources
+    names = [source.label for source in sources]
     available, evals = [], []
-    for entry in entries:
-        have, held = _counted(mixture.config(d, entry), base_dir, eval_enabled)
+    for source in sources:
+        have, held = _counted(d.alone(source), base_dir, eval_enabled)
         available.append(have)
         evals.append(held)
-    counts = mixture.plan(entries, available, d["size"])
-    whole = mixture.held(d)
+    weights, fixed = [s.weight for s in sources], [s.rows for s in sources]
+    counts = mixture.plan(weights, fixed, available, d.size)
+    whole = d.held
     shown = None
     if whole is not None and eval_enabled:
-        shown = (whole[1], len(d["eval_prompts"]) if d["eval_prompts"] is not None else _first_count(d, base_dir))
-    weights = [entry["weight"] for entry in entries]
+        shown = (whole[1], len(d.eval_prompts) if d.eval_prompts is not None else _first_count(d, base_dir))
     line = mixture.describe(names, counts, evals if eval_enabled else None, weights, whole=shown)
-    return [line, *mixture.shortfalls(names, entries, counts, available)]
+    return [line, *mixture.shortfalls(names, weights, fixed, counts, available)]
 
 
-def _first_count(d: dict, base_dir: Path) -> int:
+def _first_count(d: Data, base_dir: Path) -> int:
     """The rows of ``eval_file`` an eval scores: all of them, or its first ``eval_size``."""
     rows = _count(d, base_dir, "eval_file", None)
-    return rows if d["eval_size"] is None else min(rows, d["eval_size"])
+    return rows if d.eval_size is None else min(rows, d.eval_size)
 
 
-def _count(d: dict, base_dir: Path, key: str, split: str | None) -> int:
-    return sum(1 for _ in datafiles.rows(_path(d, base_dir, key, split), f"data.{key}"))
+def _count(d: Data, base_dir: Path, key: str, split: str | None) -> int:
+    return sum(1 for _ in datafiles.rows(_path(d, base_dir, key, split), ("data", key)))
 
 
-def _counted(d: dict, base_dir: Path, eval_enabled: bool) -> tuple[int | None, int | None]:
+def _counted(d: Data, base_dir: Path, eval_enabled: bool) -> tuple[int | None, int | None]:
     """(training rows one source gives, its eval rows, 0 without any); None where only loading tells (the hub)."""
-    if d.get("file"):
-        rows = _count(d, base_dir, "file", d["hub_split"])
-    elif d.get("source"):
-        rows = len(generators.generated(d)[0])
+    rows: int | None
+    if d.file:
+        rows = _count(d, base_dir, "file", d.hub_split)
+    elif d.source:
+        rows = len(d.generated()[0])
     else:
-        rows = None if d.get("hub") else len(d["prompts"])
+        rows = None if d.hub else len(d.prompts or [])
     if not eval_enabled:
         return rows, None
-    if datafiles.holds_out(d):
-        held = None if rows is None else held_out_size(d, rows)[0]
-        return (None if rows is None else rows - held), held
-    if d.get("eval_prompts") is not None:
-        held = len(d["eval_prompts"])
-    elif d.get("eval_file"):
+    if d.holds_out:
+        if rows is None:
+            return None, None
+        held = held_out_size(d.eval_size, d.eval_fraction, rows)[0]
+        return rows - held, held
+    if d.eval_prompts is not None:
+        held = len(d.eval_prompts)
+    elif d.eval_file:
         held = _count(d, base_dir, "eval_file", None)
-    elif d.get("eval_split") and d.get("file"):
-        held = _count(d, base_dir, "file", d["eval_split"])
-    elif d.get("eval_split") and d["eval_size"] is not None:  # the first eval_size rows of a hub split
-        held = d["eval_size"]
-    elif d.get("source"):
-        held = len(generators.generated(d)[1])
-    elif d.get("eval_split"):  # a hub split, all of it: counted when fetched
+    elif d.eval_split and d.file:
+        held = _count(d, base_dir, "file", d.eval_split)
+    elif d.eval_split and d.eval_size is not None:  # the first eval_size rows of a hub split
+        held = d.eval_size
+    elif d.source:
+        held = len(d.generated()[1])
+    elif d.eval_split:  # a hub split, all of it: counted when fetched
         return rows, None
     else:  # no eval rows of its own: a mixture's source beside the whole mixture's held-out set or others' own
         return rows, 0
-    return rows, held if d["eval_size"] is None or d.get("eval_prompts") is not None else min(held, d["eval_size"])
+    return rows, held if d.eval_size is None or d.eval_prompts is not None else min(held, d.eval_size)
 
 
 def _first(ds, size: int | None) -> list[dict]:
     return list(ds.select(range(min(size, len(ds)))) if size is not None else ds)
 
 
-def _hold_out(train, d: dict, seed: int):
+def _hold_out(train, d: Data, seed: int):
     """(training rows, held-out rows, a note): rows held out by seed, never trained on."""
     n = len(train)
-    size, key = held_out_size(d, n)
+    size, key = held_out_size(d.eval_size, d.eval_fraction, n)
     if not 1 <= size < n:
-        raise RecipeError(f"data.{key}: holds out {size} of {plural(n, 'training row')}; leave at least one row on each side")
+        raise RecipeError(
+            Problem(("data", key), f"holds out {size} of {plural(n, 'training row')}; leave at least one row on each side")
+        )
     parts = train.train_test_split(test_size=size, seed=seed, shuffle=True)
     note = f"data: held out {size} of {plural(n, 'training row')} for eval (data.{key}, seed {seed}); they are not trained on"
     return parts["train"], list(parts["test"]), note
 
 
-def formatted(rows: list[dict], data_cfg: dict, chat: bool) -> list[dict]:
+def formatted(rows: list[dict], d: Data, chat: bool) -> list[dict]:
     """Rows with each prompt put in the form TRL expects (system prompt and chat messages applied); a mixture's
     rows each with the system prompt of its own source."""
-    if not is_mixture(data_cfg):
-        turns = examples.messages(data_cfg["examples"])
-        return [{**r, "prompt": format_prompt(r["prompt"], data_cfg["system_prompt"], chat, turns)} for r in rows]
-    whole = mixture.held(data_cfg)  # the whole mixture's held-out rows: the mixture's own system prompt and examples
-    heads = {whole[0]: (data_cfg["system_prompt"], examples.messages(data_cfg["examples"]))} if whole else {}
-    for e in data_cfg["mixture"]:
-        own = mixture.config(data_cfg, e)
-        heads[mixture.label(e)] = (own["system_prompt"], examples.messages(own["examples"]))
+    if not d.mixture:
+        turns = examples.messages(d.examples)
+        return [{**r, "prompt": format_prompt(r["prompt"], d.system_prompt, chat, turns)} for r in rows]
+    whole = d.held  # the whole mixture's held-out rows: the mixture's own system prompt and examples
+    heads = {whole[0]: (d.system_prompt, examples.messages(d.examples))} if whole else {}
+    for source in d.mixture:
+        own = d.alone(source)
+        heads[source.label] = (own.system_prompt, examples.messages(own.examples))
     out = []
     for r in rows:
         try:
@@ -342,8 +363,11 @@ def formatted(rows: list[dict], data_cfg: dict, chat: bool) -> list[dict]:
             out.append({**r, "prompt": format_prompt(r["prompt"], system, chat, turns)})
         except RecipeError:
             raise RecipeError(
-                f"data.mixture: the prompts of {r[mixture.COLUMN]} are chat messages, which need a chat template; the "
-                "tokenizer has none (or data.chat is false): give that source text prompts, or a model with a chat template"
+                Problem(
+                    ("data", "mixture"),
+                    f"the prompts of {r[mixture.COLUMN]} are chat messages, which need a chat template; the tokenizer has "
+                    "none (or data.chat is false): give that source text prompts, or a model with a chat template",
+                )
             ) from None
     return out
 
@@ -358,14 +382,16 @@ def _one_table(rows: list[dict]):
         return Dataset.from_list([{key: r.get(key) for key in columns} for r in rows])
     except (TypeError, ValueError) as exc:  # pyarrow's ArrowInvalid and ArrowTypeError derive from them
         why = first_line(str(exc))
-        raise RecipeError(f"data.mixture: the sources' rows (columns {listing(columns)}) make no one table: {why}") from None
+        raise RecipeError(
+            Problem(("data", "mixture"), f"the sources' rows (columns {listing(columns)}) make no one table: {why}")
+        ) from None
 
 
-def formatted_set(train, data_cfg: dict, chat: bool):
+def formatted_set(train, d: Data, chat: bool):
     """The training Dataset with each prompt in the form TRL expects."""
     if isinstance(train, list):  # a mixture's rows: each source's prompts in their own form until here
-        return _one_table(formatted(train, data_cfg, chat))
-    system, turns = data_cfg["system_prompt"], examples.messages(data_cfg["examples"])
+        return _one_table(formatted(train, d, chat))
+    system, turns = d.system_prompt, examples.messages(d.examples)
     if not chat and not system and not turns and (len(train) == 0 or isinstance(train[0]["prompt"], str)):
         return train
     return train.map(lambda row: {"prompt": format_prompt(row["prompt"], system, chat, turns)}, desc="format")
@@ -391,7 +417,7 @@ def _lengths(train, tokenizer, tools: list | None) -> list[int]:
         for i, prompt in enumerate(batch["prompt"]):
             too_long = datafiles.oversized(prompt)
             if too_long:
-                raise RecipeError(f"data: training prompt {len(out) + i + 1}: {too_long}")
+                raise RecipeError(Problem(DATA, f"training prompt {len(out) + i + 1}: {too_long}"))
         out += prompt_tokens(batch["prompt"], tokenizer, tools)
     return out
 
@@ -469,13 +495,13 @@ def fit_prompts(
     return train, eval_rows, max(lengths, default=0), notes
 
 
-def train_rows(d: dict, base_dir: Path, limit: int | None = None) -> list[dict]:
+def train_rows(d: Data, base_dir: Path, limit: int | None = None) -> list[dict]:
     """Up to ``limit`` training rows as plain dicts (for planning, and for an eval of a recipe without eval rows)."""
-    if is_mixture(d):
+    if d.mixture:
         return load(d, base_dir, 0, []).train[:limit]
     return _first(_train(d, base_dir, [], owned=1), limit)  # an environment's empty prompt: what its prompts add to
 
 
-def eval_rows(d: dict, base_dir: Path, seed: int = 0) -> list[dict]:
+def eval_rows(d: Data, base_dir: Path, seed: int = 0) -> list[dict]:
     """The held-out rows scored before and after training (none when the recipe has none)."""
-    return load(d, base_dir, seed, []).eval if datafiles.holds_out(d) or is_mixture(d) else _eval(d, base_dir, [])
+    return load(d, base_dir, seed, []).eval if d.holds_out or d.mixture else _eval(d, base_dir, [])

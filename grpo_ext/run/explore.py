@@ -11,20 +11,21 @@ on trains a model that stops only when pushed.
 
 from grpo_ext.core.errors import RunError
 from grpo_ext.core.text import plural
+from grpo_ext.recipe import Explore, Training
 
 PENALTY = "exponential_decay_length_penalty"
 
 
-def describe(explore: dict, max_steps: int | None = None) -> str | None:
+def describe(explore: Explore, max_steps: int | None = None) -> str | None:
     """One line for the run's log, or None when the section asks for nothing. A boost that covers every one of
     ``max_steps`` is allowed (a short trial run) and said so, since then no step samples as the eval does."""
-    if explore.get("end_boost") is None:
+    if explore.end_boost is None:
         return None
-    start, steps = explore["start"], explore["steps"]
+    start, steps = explore.start, explore.steps
     where = {0: "from the reply's first token", 1: "after the reply's first token"}.get(
         start, f"after the reply's first {start} tokens"
     )
-    line = f"explore: end-of-reply boost x{explore['end_boost']} a token {where}, "
+    line = f"explore: end-of-reply boost x{explore.end_boost} a token {where}, "
     if isinstance(max_steps, int) and 0 < max_steps <= steps:
         return line + (
             f"for all {plural(max_steps, 'step')}: no step samples as the eval does "
@@ -33,16 +34,18 @@ def describe(explore: dict, max_steps: int | None = None) -> str | None:
     return line + f"for the first {plural(steps, 'step')}; then the model's own sampling"
 
 
-def first_steps(training: dict, explore: dict) -> dict:
+def first_steps(training: Training, explore: Explore) -> Training:
     """The training section as the first steps sample: with the boost in its ``generation_kwargs`` (for the
     pre-flight, which samples as step 1 will)."""
-    if explore.get("end_boost") is None:
+    boost = _boost(explore)
+    if boost is None:
         return training
-    return {**training, "generation_kwargs": {**(training.get("generation_kwargs") or {}), PENALTY: _boost(explore)}}
+    return training.replaced(generation_kwargs={**(training.settings.get("generation_kwargs") or {}), PENALTY: boost})
 
 
-def _boost(explore: dict) -> tuple[int, float]:
-    return explore["start"], float(explore["end_boost"])
+def _boost(explore: Explore) -> tuple[int, float] | None:
+    """(the token the boost starts after, its factor), or None without one."""
+    return None if explore.end_boost is None else (explore.start, float(explore.end_boost))
 
 
 def switch(trainer, on: bool, boost: tuple[int, float]) -> None:
@@ -60,14 +63,13 @@ def switch(trainer, on: bool, boost: tuple[int, float]) -> None:
             kwargs.pop(PENALTY, None)
 
 
-def callback(explore: dict, trainer, log):
+def callback(explore: Explore, trainer, log):
     """A TrainerCallback that boosts the first ``steps`` steps' sampling and then switches the boost off
     (a resumed run past them samples without it); None when the recipe has no end boost."""
-    if explore.get("end_boost") is None:
+    boost, steps = _boost(explore), explore.steps
+    if boost is None:
         return None
     from transformers import TrainerCallback
-
-    boost, steps = _boost(explore), explore["steps"]
 
     class _EndBoost(TrainerCallback):
         on: bool | None = None

@@ -8,6 +8,8 @@ import importlib.metadata
 import platform
 from pathlib import Path
 
+from grpo_ext.recipe import Recipe
+
 CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")  # x86 flags (/proc/cpuinfo) of CPUs with native bf16 arithmetic
 
 
@@ -86,20 +88,19 @@ def checkpointing_default(kwargs: dict, count_params) -> list[str]:
     return [f"gradient_checkpointing={kwargs['gradient_checkpointing']} ({why}; set training.gradient_checkpointing to choose)"]
 
 
-def device_defaults(kwargs: dict, model_cfg: dict) -> list[str]:
-    """use_cpu and bf16 for this machine where the recipe leaves them open (in place); the announcements."""
+def device_defaults(kwargs: dict, quantized: bool) -> list[str]:
+    """use_cpu and bf16 for this machine where the recipe leaves them open (in place), for a ``quantized`` base or
+    not; the announcements."""
     import torch
 
     has_cuda = torch.cuda.is_available()
-    return hardware_defaults(
-        kwargs, has_cuda, has_cuda and torch.cuda.is_bf16_supported(), cpu_bf16(), bool(model_cfg.get("quantization"))
-    )
+    return hardware_defaults(kwargs, has_cuda, has_cuda and torch.cuda.is_bf16_supported(), cpu_bf16(), quantized)
 
 
-def uses_bf16(training: dict, model_cfg: dict) -> bool:
+def uses_bf16(recipe: Recipe) -> bool:
     """Whether a run of this recipe on this machine computes under bf16 autocast (the recipe's choice, else ours)."""
-    precision = {key: training[key] for key in ("bf16", "fp16") if key in training}
-    device_defaults(precision, model_cfg)
+    precision = {key: value for key, value in recipe.training.settings.items() if key in ("bf16", "fp16")}
+    device_defaults(precision, recipe.model.quantization is not None)
     return bool(precision.get("bf16"))
 
 

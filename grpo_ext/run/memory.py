@@ -34,7 +34,7 @@ from grpo_ext.core import catalog
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.text import suggest
 from grpo_ext.data import examples
-from grpo_ext.recipe import agents
+from grpo_ext.recipe import Model, Recipe, agents
 from grpo_ext.run import chat_tools, data, gpu_share, hardware
 from grpo_ext.run.gpu_share import Launch
 from grpo_ext.settings import adapters, batch_rules, compat, model_names, shapes
@@ -96,10 +96,10 @@ def fmt_bytes(n: float) -> str:
     return f"{n / GIB:.2f} GiB" if n >= GIB else f"{n / MIB:.0f} MiB"
 
 
-def config_source(model_cfg: dict, base_dir: Path) -> Path | dict:
+def config_source(model: Model, base_dir: Path) -> Path | dict:
     """The folder holding the model's config.json, or the table's config fields (``shapes.py``) for a hub model
     or alias whose config is not on this machine; nothing is downloaded."""
-    source = model_names.resolve(model_cfg["name"], base_dir)
+    source = model_names.resolve(model.name, base_dir)
     if source.kind in ("alias", "gguf"):
         if model_names.is_cached(source):
             return model_names.checkpoint_dir(source)
@@ -113,7 +113,7 @@ def config_source(model_cfg: dict, base_dir: Path) -> Path | dict:
         return Path(source.ref)
     from huggingface_hub import try_to_load_from_cache
 
-    found = try_to_load_from_cache(source.ref, "config.json", revision=model_cfg.get("revision"))
+    found = try_to_load_from_cache(source.ref, "config.json", revision=model.revision)
     if isinstance(found, str):
         return Path(found).parent
     fields = shapes.config_fields(source.ref)
@@ -159,12 +159,12 @@ def model_shape(where: Path | dict, trust_remote_code: bool = False) -> Shape:
     )
 
 
-def longest_prompt_tokens(recipe, folder: Path | dict) -> int:
+def longest_prompt_tokens(recipe: Recipe, folder: Path | dict) -> int:
     """Tokens in the longest training or eval prompt as the model sees it (chat template applied); about 3
     characters a token when no tokenizer is on this machine."""
-    texts = [r["prompt"] for r in data.train_rows(recipe["data"], recipe.base_dir, 2000)]
-    texts += [r["prompt"] for r in data.eval_rows(recipe["data"], recipe.base_dir, recipe["seed"])]
-    system, turns = recipe["data"]["system_prompt"], examples.messages(recipe["data"]["examples"])
+    texts = [r["prompt"] for r in data.train_rows(recipe.data, recipe.base_dir, 2000)]
+    texts += [r["prompt"] for r in data.eval_rows(recipe.data, recipe.base_dir, recipe.seed)]
+    system, turns = recipe.data.system_prompt, examples.messages(recipe.data.examples)
     if isinstance(folder, dict) or not any((folder / n).is_file() for n in ("tokenizer.json", "tokenizer.model", "vocab.json")):
         head = len(system or "") + len(str(turns)) * bool(turns)
         return (max(len(str(t)) for t in texts) + head) // 3 + 32  # about 3 characters a token, plus a template
@@ -172,11 +172,11 @@ def longest_prompt_tokens(recipe, folder: Path | dict) -> int:
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
     chat_tools.apply(tokenizer, recipe, lambda _: None)  # the template training renders with, tools shown
-    chat = data.use_chat(recipe["data"], tokenizer)
-    tools = agents.functions_shown(recipe.tools, recipe.environment) or None  # their schemas are part of every prompt
+    chat = data.use_chat(recipe.data, tokenizer)
+    tools = agents.functions_shown(recipe.tool_functions, recipe.environment_class) or None  # their schemas are in every prompt
     prompts = [data.format_prompt(t, system, chat, turns) for t in texts]
     longest = max(data.prompt_tokens(prompts, tokenizer, tools), default=0)
-    limit = recipe["training"].get("max_prompt_length")  # longer prompts are dropped before training
+    limit = recipe.training.settings.get("max_prompt_length")  # longer prompts are dropped before training
     return longest if limit is None else min(longest, limit)
 
 
@@ -195,16 +195,16 @@ def lora_params(shape: Shape, settings: dict) -> int:
     return settings["r"] * sum(i + o for _, i, o in lora_targets(shape, settings))
 
 
-def setting(recipe, key: str, device: str, params: int):
+def setting(recipe: Recipe, key: str, device: str, params: int):
     """A training value as a run on ``device`` would have it: the recipe's, else grpo_ext's choice, else TRL's."""
-    if key == "gradient_checkpointing" and key not in recipe["training"]:
+    if key == "gradient_checkpointing" and not recipe.training.sets(key):
         return hardware.checkpointing_choice(device == "cuda", params)[0]
-    return compat.effective(recipe["training"], key)
+    return recipe.training.effective(key)
 
 
-def path_of(recipe) -> str:
+def path_of(recipe: Recipe) -> str:
     """The installed TRL's way to the completions' log-probabilities for this recipe (``compat.logprob_path``)."""
-    return compat.logprob_path(compat.uses_liger(recipe["training"]))
+    return compat.logprob_path(compat.uses_liger(recipe.training.settings))
 
 
 def logits_bytes(shape: Shape, batch: int, seq: int, completion: int, b: int, device: str, path: str, head_grad: bool):
@@ -233,7 +233,7 @@ def kv_cache_bytes(shape: Shape, seqs: int, seq: int, b: int) -> int:
     return seqs * seq * shape.layers * 2 * shape.kv_dim * b
 
 
-def vllm_engine_need(recipe, shape: Shape, prompt_len: int) -> int:
+def vllm_engine_need(recipe: Recipe, shape: Shape, prompt_len: int) -> int:
     """The least memory a colocated vLLM engine needs for this recipe's generation batch (``gpu_share.vllm_need``)."""
 
     def get(key):
@@ -245,17 +245,16 @@ def vllm_engine_need(recipe, shape: Shape, prompt_len: int) -> int:
 
 
 def estimate(
-    recipe, shape: Shape, prompt_len: int, device: str, launch: Launch = ONE_GPU, logprobs: str | None = None
+    recipe: Recipe, shape: Shape, prompt_len: int, device: str, launch: Launch = ONE_GPU, logprobs: str | None = None
 ) -> list[tuple[str, int, str]]:
     """(component, bytes, how) for one training process of ``recipe`` on ``device`` ('cpu' or 'cuda'); the logits
     as ``logprobs`` says ('full', 'liger', 'tiles'), else as the installed TRL computes them."""
-    model_cfg = recipe["model"]
-    dtype = model_cfg["dtype"]
+    dtype: str = recipe.model.dtype
     if dtype == "auto":
         dtype = "bfloat16" if device == "cuda" else "float32"
     b = 4 if dtype == "float32" else 2
-    quant = model_cfg["quantization"]
-    lora = adapters.lora_settings(model_cfg)
+    quant = recipe.model.quantization
+    lora = adapters.lora_settings(recipe.model.lora)
     n = launch.gpus
 
     def get(key):
@@ -300,8 +299,8 @@ def estimate(
         return kv_cache_bytes(shape, seqs, seq, b)
 
     gen_batch = batch_rules.generation_batch(get) or 0
-    eval_cfg = recipe["eval"]
-    eval_batch = eval_cfg["batch_size"] // eval_cfg["samples"] * eval_cfg["samples"] if eval_cfg["enabled"] else 0
+    ev = recipe.eval
+    eval_batch = ev.batch_size // ev.samples * ev.samples if ev.enabled else 0
     vllm = get("use_vllm") and device == "cuda"
     seqs = eval_batch if vllm else max(gen_batch, eval_batch)
     if seqs:

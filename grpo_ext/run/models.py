@@ -6,6 +6,7 @@ so every verb scores the arithmetic the run trained. ``merge`` dequantizes a qua
 merged weights are the weights the adapter was trained against.
 """
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -15,13 +16,14 @@ from grpo_ext.core import catalog
 from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import exists
 from grpo_ext.core.yaml_io import load_yaml
+from grpo_ext.recipe import Model
 from grpo_ext.run import hardware, launch, model_cache
 from grpo_ext.settings import adapters, compat, model_names
 
 
-def lora_config(model_cfg: dict):
+def lora_config(model: Model):
     """A peft LoraConfig for the recipe, or None without LoRA."""
-    settings = adapters.lora_settings(model_cfg)
+    settings = adapters.lora_settings(model.lora)
     if settings is None:
         return None
     from peft import LoraConfig
@@ -32,9 +34,8 @@ def lora_config(model_cfg: dict):
         raise RecipeError(f"model.lora: peft refused it: {str(exc).splitlines()[0]}") from None
 
 
-def quantization_config(model_cfg: dict):
+def quantization_config(quant: str | None):
     """A transformers BitsAndBytesConfig for ``model.quantization``, or None."""
-    quant = model_cfg.get("quantization")
     if quant is None:
         return None
     from transformers import BitsAndBytesConfig
@@ -49,59 +50,59 @@ def quantization_config(model_cfg: dict):
     )
 
 
-def load(model_cfg: dict, base_dir: Path, log=print):
+def load(model: Model, base_dir: Path, log=print):
     """Load (model, tokenizer, description) for the recipe's ``model:`` section: the base training starts from.
 
     A cached conversion that cannot be read (hand-edited, half-copied) is converted again, announced in one line.
     """
-    source = model_names.resolve(model_cfg["name"], base_dir)
+    source = model_names.resolve(model.name, base_dir)
     where = model_cache.materialize(source, log)
     if source.kind in ("local", "hub"):
         log(f"model: {source.describe()}")
     try:
-        return _load(where, model_cfg, source)
+        return _load(where, model, source)
     except RunError as exc:
         if model_names.checkpoint_dir(source) is None:
             raise
         model_cache.discard(source, str(exc.__cause__ or exc).splitlines()[0][:200], log)  # hand-edited, half-copied
-        return _load(model_cache.materialize(source, log), model_cfg, source)
+        return _load(model_cache.materialize(source, log), model, source)
 
 
-def _load(where: str, model_cfg: dict, source: model_names.Source):
+def _load(where: str, section: Model, source: model_names.Source):
     """(model, tokenizer, description) from a folder or hub id that from_pretrained reads."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    opts = {"trust_remote_code": model_cfg.get("trust_remote_code", False)}
-    if model_cfg.get("revision"):
-        opts["revision"] = model_cfg["revision"]
-    quantization = quantization_config(model_cfg)
+    opts: dict[str, object] = {"trust_remote_code": section.trust_remote_code}
+    if section.revision:
+        opts["revision"] = section.revision
+    quantization = quantization_config(section.quantization)
     placement = {}
     if quantization:
         placement = {
             "quantization_config": quantization,
             "device_map": hardware.quantized_device_map(launch.state().local_process_index),
         }
-    dtype = compat.dtype_kwargs(hardware.weights_dtype(model_cfg.get("dtype", "auto")))
+    dtype = compat.dtype_kwargs(hardware.weights_dtype(section.dtype))
     try:
         tokenizer = AutoTokenizer.from_pretrained(where, **opts)
         model = AutoModelForCausalLM.from_pretrained(where, **dtype, **opts, **placement)
     except (OSError, ValueError, KeyError) as exc:  # missing files; a config or tokenizer this version cannot read
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise RunError(f"model.name {model_cfg['name']!r}: could not load ({first})") from exc
+        raise RunError(f"model.name {section.name!r}: could not load ({first})") from exc
     if tokenizer.pad_token is None:
         tokenizer.pad_token = tokenizer.eos_token
     tokenizer.padding_side = "left"
     return model, tokenizer, source.describe()
 
 
-def parameter_count(model_cfg: dict, base_dir: Path) -> int:
+def parameter_count(section: Model, base_dir: Path) -> int:
     """The model's parameters, counted on PyTorch's meta device from its config (no weights are read)."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
-    where = model_cache.materialize(model_names.resolve(model_cfg["name"], base_dir), log=lambda _m: None)
-    remote = model_cfg.get("trust_remote_code", False)
-    config = AutoConfig.from_pretrained(where, trust_remote_code=remote, revision=model_cfg.get("revision"))
+    where = model_cache.materialize(model_names.resolve(section.name, base_dir), log=lambda _m: None)
+    remote = section.trust_remote_code
+    config = AutoConfig.from_pretrained(where, trust_remote_code=remote, revision=section.revision)
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(config, trust_remote_code=remote)
     return sum(p.numel() for p in model.parameters())
@@ -121,13 +122,14 @@ def run_model_section(run_dir: Path) -> dict:
     return section if isinstance(section, dict) else {}
 
 
-def run_settings(model_cfg: dict, run_dir: Path) -> dict:
+def run_settings(model: Model, run_dir: Path) -> Model:
     """The caller's ``model:`` settings under the run's own (its base, dtype, quantization), except that the run's
     recipe never turns ``trust_remote_code`` on: a run directory can come from anyone, so running the model's own
     code stays the caller's decision (their recipe or a ``model.trust_remote_code=true`` override)."""
     recorded = run_model_section(run_dir)
-    trusted = model_cfg.get("trust_remote_code") is True and recorded.get("trust_remote_code", True) is True
-    return {**model_cfg, **recorded, "trust_remote_code": trusted}
+    trusted = model.trust_remote_code is True and recorded.get("trust_remote_code", True) is True
+    known = {f.name for f in dataclasses.fields(Model)} - {"trust_remote_code"}
+    return dataclasses.replace(model, **{k: v for k, v in recorded.items() if k in known}, trust_remote_code=trusted)
 
 
 def adapter_base(adapter_dir: Path, recorded: str | None = None) -> str:
@@ -146,24 +148,24 @@ def has_adapter(weights: Path) -> bool:
     return (weights / "adapter_config.json").is_file()
 
 
-def load_adapter(weights: Path, model_cfg: dict, log=print):
+def load_adapter(weights: Path, model: Model, log=print):
     """(model, tokenizer, description) of a trained LoRA adapter on its base, unmerged, as during training.
 
-    ``weights`` is a run's ``final/``; ``model_cfg`` is the run's ``model:`` section, whose dtype and
+    ``weights`` is a run's ``final/``; ``model`` is the run's ``model:`` section, whose dtype and
     quantization the base is loaded with.
     """
     from peft import PeftModel
 
-    base, tokenizer, described = _load_base(weights, model_cfg, log)
+    base, tokenizer, described = _load_base(weights, model, log)
     return PeftModel.from_pretrained(base, str(weights)), tokenizer, f"LoRA adapter {weights} on {described}"
 
 
-def _load_base(weights: Path, model_cfg: dict, log):
+def _load_base(weights: Path, model: Model, log):
     """The base an adapter was trained on, loaded with the run's ``model:`` settings (dtype, quantization)."""
-    return load({**model_cfg, "name": adapter_base(weights, model_cfg.get("name"))}, Path.cwd(), log)
+    return load(dataclasses.replace(model, name=adapter_base(weights, model.name)), Path.cwd(), log)
 
 
-def merge(weights: Path, model_cfg: dict, out: Path, log=print):
+def merge(weights: Path, model: Model, out: Path, log=print):
     """Fold the LoRA adapter in ``weights`` into its base and save a plain checkpoint at ``out``.
 
     A quantized base is loaded as in training and dequantized, so the merge adds the adapter to the exact
@@ -171,9 +173,9 @@ def merge(weights: Path, model_cfg: dict, out: Path, log=print):
     """
     from peft import PeftModel
 
-    base, tokenizer, _ = _load_base(weights, model_cfg, log)
-    if model_cfg.get("quantization"):
-        log(f"merge: dequantizing the {model_cfg['quantization']} base")
+    base, tokenizer, _ = _load_base(weights, model, log)
+    if model.quantization:
+        log(f"merge: dequantizing the {model.quantization} base")
         base = base.dequantize()
     merged = PeftModel.from_pretrained(base, str(weights)).merge_and_unload()
     if hasattr(merged.config, "quantization_config"):

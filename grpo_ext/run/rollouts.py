@@ -260,7 +260,7 @@ def sampler(recipe, model, tokenizer, rows: list[dict], scratch):
     from datasets import Dataset
 
     kwargs, _, _ = trainer.config_kwargs(recipe, trainer.config_fields())
-    hardware.device_defaults(kwargs, recipe["model"])
+    hardware.device_defaults(kwargs, recipe.model.quantization is not None)
     kwargs.update(output_dir=str(scratch), beta=0.0, report_to=[], save_strategy="no", logging_strategy="no")
     return trainer.make_trainer(
         model=model,
@@ -268,7 +268,7 @@ def sampler(recipe, model, tokenizer, rows: list[dict], scratch):
         args=trainer.make_config({**kwargs, "save_total_limit": None}),
         train_dataset=Dataset.from_list([dict(r) for r in rows]),
         tokenizer=tokenizer,
-        behaviours=[DroppedResults()] if recipe.tools or recipe.environment else [],
-        tools=recipe.tools or None,
+        behaviours=[DroppedResults()] if recipe.agentic else [],
+        tools=recipe.tool_functions or None,
         environment_factory=recipe.environment_factory,
     )

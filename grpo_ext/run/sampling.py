@@ -10,9 +10,8 @@ merge``'s check alike.
 import contextlib
 import dataclasses
 
-from grpo_ext.recipe import Recipe
+from grpo_ext.recipe import Recipe, Training
 from grpo_ext.run import rollouts
-from grpo_ext.settings import compat
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,30 +38,30 @@ class Settings:
 
 def settings(recipe: Recipe, bf16: bool) -> Settings:
     """The eval settings of a recipe: the ``eval:`` section, falling back to training's sampling values."""
-    cfg, training = recipe["eval"], recipe["training"]
-    temperature = cfg["temperature"] if cfg["temperature"] is not None else compat.effective(training, "temperature")
-    max_new = cfg["max_new_tokens"] or compat.effective(training, "max_completion_length")
+    ev, training = recipe.eval, recipe.training
+    temperature = ev.temperature if ev.temperature is not None else training.effective("temperature")
+    max_new = ev.max_new_tokens or training.effective("max_completion_length")
     return Settings(
-        samples=cfg["samples"],
+        samples=ev.samples,
         max_new_tokens=max_new,
         temperature=temperature,
-        batch_size=cfg["batch_size"],
-        pass_threshold=cfg["pass_threshold"],
-        seed=recipe["seed"],
+        batch_size=ev.batch_size,
+        pass_threshold=ev.pass_threshold,
+        seed=recipe.seed,
         bf16=bf16,
-        pass_at=tuple(sorted(set(cfg["pass_at"] or (1, cfg["samples"])))),
+        pass_at=tuple(sorted(set(ev.pass_at or (1, ev.samples)))),
     )
 
 
-def as_training(s: Settings, training: dict, samples: int) -> Settings:
+def as_training(s: Settings, training: Training, samples: int) -> Settings:
     """The same settings (seed, batch size, precision, threshold), ``samples`` completions per prompt drawn as
     training draws them: at its temperature and completion length, with its ``generation_kwargs``."""
-    generation = compat.effective(training, "generation_kwargs")
+    generation = training.effective("generation_kwargs")
     return dataclasses.replace(
         s,
         samples=samples,
-        temperature=compat.effective(training, "temperature"),
-        max_new_tokens=compat.effective(training, "max_completion_length"),
+        temperature=training.effective("temperature"),
+        max_new_tokens=training.effective("max_completion_length"),
         generation=tuple(generation.items()) if isinstance(generation, dict) else (),
     )
 

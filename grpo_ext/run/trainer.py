@@ -19,10 +19,8 @@ def config_kwargs(recipe: Recipe, present: set[str] | None = None) -> tuple[dict
     Returns (kwargs, announcements, passed) as :func:`compat.translate` does, with the reward weights,
     output directory and seed added.
     """
-    kwargs, notes, passed = compat.translate(dict(recipe["training"]), present=present)
-    kwargs["reward_weights"] = recipe.weights
-    kwargs["output_dir"] = recipe["output_dir"]
-    kwargs["seed"] = recipe["seed"]
+    kwargs, notes, passed = compat.translate(dict(recipe.training.settings), present=present)
+    kwargs |= {"reward_weights": recipe.weights, "output_dir": recipe.output_dir, "seed": recipe.seed}
     return kwargs, notes, passed
 
 

@@ -62,23 +62,23 @@ def lora_keys() -> frozenset[str]:
     return frozenset()
 
 
-def lora_settings(model_cfg: dict) -> dict | None:
-    """The LoRA keys a run uses (defaults filled in), or None without LoRA. ``lora: true`` means the defaults."""
-    lora = model_cfg.get("lora")
+def lora_settings(lora: dict | bool | None) -> dict | None:
+    """The LoRA keys a run uses for ``model.lora`` (defaults filled in), or None without LoRA. ``lora: true`` means
+    the defaults."""
     if lora is None or lora is False:
         return None
     return {**LORA_DEFAULTS, **(lora if isinstance(lora, dict) else {})}
 
 
-def missing_packages(model_cfg: dict) -> list[str]:
-    """Packages the recipe's model section needs that this environment lacks, one line each with the fix.
+def missing_packages(lora: dict | bool | None, quant: str | None) -> list[str]:
+    """Packages the recipe's ``model.lora`` and ``model.quantization`` need that this environment lacks, one line
+    each with the fix.
 
     Kept apart from ``check``: the recipe itself is fine, so a dry run notes these and a real run refuses them.
     """
     missing = []
-    if model_cfg.get("lora") not in (None, False) and importlib.util.find_spec("peft") is None:
+    if lora not in (None, False) and importlib.util.find_spec("peft") is None:
         missing.append("model.lora: peft is not installed; run: pip install peft")
-    quant = model_cfg.get("quantization")
     if quant is not None and importlib.util.find_spec("bitsandbytes") is None:
         missing.append(f"model.quantization: {quant} needs bitsandbytes; run: pip install 'grpo_ext[quant]'")
     return missing
@@ -107,7 +107,7 @@ def check(model_cfg: dict, training: dict) -> list[str]:
                 else:
                     lora[key] = value
     quant = model_cfg.get("quantization")
-    if quant is not None and lora_settings(model_cfg) is None:
+    if quant is not None and lora_settings(lora) is None:
         problems.append(
             f"model.quantization: {quant} weights cannot be trained directly; add model.lora (e.g. lora: true) "
             "or set quantization: null"
@@ -120,11 +120,10 @@ def check(model_cfg: dict, training: dict) -> list[str]:
     return problems
 
 
-def describe(model_cfg: dict) -> str:
-    """One line: how the model is trained (full, LoRA, QLoRA)."""
-    settings = lora_settings(model_cfg)
+def describe(lora: dict | bool | None, quant: str | None) -> str:
+    """One line: how the model is trained (full, LoRA, QLoRA), by ``model.lora`` and ``model.quantization``."""
+    settings = lora_settings(lora)
     if settings is None:
         return "full fine-tuning (every weight trains)"
     adapter = f"LoRA r={settings['r']} alpha={settings['lora_alpha']} on {settings['target_modules']}"
-    quant = model_cfg.get("quantization")
     return f"{adapter} over a {quant} base (bitsandbytes)" if quant else adapter

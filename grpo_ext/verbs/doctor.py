@@ -157,7 +157,7 @@ def diagnose(run_dir: str | Path) -> tuple[list[str], bool]:
         notes.append(f"note: {metrics.name} is damaged (not text); no step read")
         records = []
     marks, default = _pass_marks(summary, recipe)
-    dog = watchdog.Watchdog(_mapping(recipe.get("health")), marks, default)
+    dog = watchdog.Watchdog(watchdog.limits_of(_mapping(recipe.get("health"))), marks, default)
     for record in records:
         dog.update(record)
     status = summary["status"] if not unreadable else "unknown"
@@ -355,7 +355,7 @@ def cmd_doctor(args) -> int:
     if args.env and args.samples is not None:
         raise RecipeError("doctor: --samples reads a run directory; drop --env")
     if args.env:
-        facts, problems = environment(load(args.target)["training"] if args.target else None)
+        facts, problems = environment(load(args.target).training.settings if args.target else None)
         for line in facts + [f"problem: {p}" for p in problems]:
             print(line)
         return 1 if problems else 0

@@ -11,6 +11,7 @@ go to ``--out`` (default: ``eval-NAME`` next to the recipe's ``output_dir``); ei
 the command before a model loads, unless ``--force``.
 """
 
+import dataclasses
 import gc
 import json
 import tempfile
@@ -20,7 +21,7 @@ from pathlib import Path
 from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import exists, refuse_to_replace, write_atomic
-from grpo_ext.recipe import Recipe, load
+from grpo_ext.recipe import Model, Recipe, load
 from grpo_ext.results import preflight, report, scoring
 from grpo_ext.run import chat_tools, data, hardware, models, rollouts, rundir, sampling
 
@@ -47,13 +48,14 @@ def locate(ref: str) -> tuple[str, Path | None, Path | None]:
     return models.adapter_base(weights, recorded.get("name")), weights.resolve(), run_dir
 
 
-def load_model(ref: str, model_cfg: dict, log) -> tuple[object, object, str]:
-    """(model, tokenizer, description) for one ``--model``: a LoRA run's adapter sits on its base as in training."""
+def load_model(ref: str, section: Model, log) -> tuple[object, object, str]:
+    """(model, tokenizer, description) for one ``--model``: a LoRA run's adapter sits on its base as in training;
+    ``section``: the recipe's ``model:`` settings (dtype, quantization) it is loaded with."""
     name, adapter, run_dir = locate(ref)
     if adapter:
-        return models.load_adapter(adapter, models.run_settings(model_cfg, run_dir) if run_dir else model_cfg, log)
+        return models.load_adapter(adapter, models.run_settings(section, run_dir) if run_dir else section, log)
     try:
-        model, tokenizer, described = models.load({**model_cfg, "name": name, "revision": None}, Path.cwd(), log)
+        model, tokenizer, described = models.load(dataclasses.replace(section, name=name, revision=None), Path.cwd(), log)
     except RunError as exc:
         if name in catalog.MODELS or exists(Path(name).expanduser()):
             raise
@@ -68,24 +70,24 @@ def load_model(ref: str, model_cfg: dict, log) -> tuple[object, object, str]:
 def prompts_to_score(recipe: Recipe, chat: bool, log) -> list[dict]:
     """The recipe's held-out rows, the first ``eval.max_prompts`` of them; without any, the first training rows (said
     so)."""
-    rows = data.eval_rows(recipe["data"], recipe.base_dir, recipe["seed"])
+    rows = data.eval_rows(recipe.data, recipe.base_dir, recipe.seed)
     if not rows:
-        rows = data.train_rows(recipe["data"], recipe.base_dir, FALLBACK_PROMPTS)
+        rows = data.train_rows(recipe.data, recipe.base_dir, FALLBACK_PROMPTS)
         log(f"eval: the recipe has no held-out prompts; scoring the first {len(rows)} training prompts (not held out)")
-    cap = recipe["eval"]["max_prompts"]  # unset, every prompt: the scaling to a run's steps is the run's own
+    cap = recipe.eval.max_prompts  # unset, every prompt: the scaling to a run's steps is the run's own
     if cap is not None and len(rows) > cap:
         log(f"eval: the first {cap} of {len(rows)} prompts (eval.max_prompts)")
         rows = rows[:cap]
-    return data.formatted(rows, recipe["data"], chat)
+    return data.formatted(rows, recipe.data, chat)
 
 
 def score_loaded(recipe: Recipe, model, tokenizer, s: sampling.Settings, log, label: str) -> dict:
     """One model's scores on the recipe's eval prompts, rendered with the recipe's template; a recipe with tools or an
     environment plays them through the trainer's tool loop, as its training and its run's own eval do."""
     chat_tools.apply(tokenizer, recipe, log)
-    chat = data.use_chat(recipe["data"], tokenizer)
+    chat = data.use_chat(recipe.data, tokenizer)
     rows = prompts_to_score(recipe, chat, log)
-    if not (recipe.tools or recipe.environment):
+    if not recipe.agentic:
         return scoring.score_model(model, tokenizer, rows, recipe.reward_funcs, s, chat=chat)
     log(f"eval {label}: playing {len(rows)} prompts x {s.samples} conversations with the tool loop")
     with tempfile.TemporaryDirectory(prefix="grpo_ext_eval_") as scratch:
@@ -97,7 +99,7 @@ def score_loaded(recipe: Recipe, model, tokenizer, s: sampling.Settings, log, la
 
 def compare(recipe: Recipe, refs: list[str], log) -> dict:
     """Evaluate each model in turn; the result keeps every model's scores under its ``--model`` label."""
-    s = sampling.settings(recipe, bf16=hardware.uses_bf16(recipe["training"], recipe["model"]))  # the run's arithmetic
+    s = sampling.settings(recipe, bf16=hardware.uses_bf16(recipe))  # the run's arithmetic
     result = {
         "recipe": str(recipe.path),
         "samples": s.samples,
@@ -105,12 +107,12 @@ def compare(recipe: Recipe, refs: list[str], log) -> dict:
         "max_new_tokens": s.max_new_tokens,
         "pass_threshold": s.pass_threshold,
         "seed": s.seed,
-        "held_out": data.has_eval(recipe["data"]),
+        "held_out": data.has_eval(recipe.data),
         "bf16": s.bf16,
         "models": {},
     }
     for ref in refs:
-        model, tokenizer, described = load_model(ref, recipe["model"], log)
+        model, tokenizer, described = load_model(ref, recipe.model, log)
         t0 = time.monotonic()
         scores = score_loaded(recipe, model, tokenizer, s, log, ref)
         scores.update(model=described, seconds=round(time.monotonic() - t0, 1))
@@ -181,7 +183,7 @@ def markdown(result: dict) -> str:
 
 
 def default_out(recipe: Recipe) -> Path:
-    run = Path(recipe["output_dir"])
+    run = Path(recipe.output_dir)
     return run.parent / f"eval-{run.name}"
 
 

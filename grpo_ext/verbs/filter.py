@@ -32,11 +32,11 @@ import time
 from pathlib import Path
 
 from grpo_ext.core import catalog, console
-from grpo_ext.core.errors import RecipeError
+from grpo_ext.core.errors import Problem, RecipeError
 from grpo_ext.core.files import exists, refuse_to_replace, resolve_path, write_atomic
 from grpo_ext.core.text import plural, suggest
 from grpo_ext.data import datafiles
-from grpo_ext.recipe import Recipe, add_recipe_arguments, load
+from grpo_ext.recipe import Data, Recipe, absolute_path, add_recipe_arguments, load
 from grpo_ext.results import plots, scoring
 from grpo_ext.run import chat_tools, data, hardware, models, rollouts, sampling
 from grpo_ext.settings.limits import MAX_BATCH
@@ -66,16 +66,16 @@ def parse_keep(text: str | tuple | list) -> tuple[float, float]:
     return low, high
 
 
-def _data_path(d: dict, base_dir: Path) -> Path | None:
+def _data_path(d: Data, base_dir: Path) -> Path | None:
     """The training file (or save_to_disk folder) the recipe reads, or None for other sources."""
-    if not d.get("file"):
+    if not d.file:
         return None
-    return datafiles.split_path(resolve_path(d["file"], base_dir), d["hub_split"], "data.file")
+    return datafiles.split_path(resolve_path(d.file, base_dir), d.hub_split, ("data", "file"))
 
 
 def default_out(recipe: Recipe) -> Path:
     """``NAME.filtered.jsonl`` beside the recipe's data file, else in the current directory after the recipe."""
-    source = _data_path(recipe["data"], recipe.base_dir)
+    source = _data_path(recipe.data, recipe.base_dir)
     if source is not None:
         name = source.name if source.is_dir() else source.stem
         return source.parent / f"{name}{SUFFIX}"
@@ -115,27 +115,26 @@ def _reward(recipe: Recipe, name: str | None) -> str:
 
 
 def _environment_reward(recipe: Recipe) -> list[str]:
-    env = recipe.environment
+    env = recipe.environment_class
     return [env.__name__] if env is not None and callable(getattr(env, "get_reward", None)) else []
 
 
 def _sampling(recipe: Recipe, k: int) -> sampling.Settings:
     """The eval's settings (seed, batch size, precision, threshold) sampling ``k`` per prompt as training samples."""
-    training = recipe["training"]
-    return sampling.as_training(sampling.settings(recipe, bf16=hardware.uses_bf16(training, recipe["model"])), training, k)
+    return sampling.as_training(sampling.settings(recipe, bf16=hardware.uses_bf16(recipe)), recipe.training, k)
 
 
-def as_written(train_set, d: dict, base_dir: Path):
+def as_written(train_set, d: Data, base_dir: Path):
     """The training rows under the columns their source gave them, so that the recipe reads the filtered file as it
     read the original: a prompt taken from another column goes back under its name, and a prompt the recipe
     built (``prompt_template``, or a conversation without its last turn) is left out."""
     source = _data_path(d, base_dir)
     if source is not None:
-        columns = datafiles.columns(source, "data.file")
-        how, what = datafiles.prompt_rule(columns, d, "data.file")
+        columns = datafiles.columns(source, ("data", "file"))
+        how, what = datafiles.prompt_rule(columns, d.prompt_template, d.prompt_column, "data.file")
         derived = how != "column" and "prompt" not in columns
-    elif d.get("hub"):
-        how, what = ("template", None) if d.get("prompt_template") else ("column", d["prompt_column"])
+    elif d.hub:
+        how, what = ("template", None) if d.prompt_template else ("column", d.prompt_column)
         derived = how == "template"
     else:
         return train_set
@@ -296,19 +295,20 @@ def _relative(path: Path, base: Path) -> str:
 
 def usage_lines(recipe: Recipe, out: Path) -> list[str]:
     """How the recipe reads the filtered file: as its data.file, in place of the source it names now."""
-    d, where, named = recipe["data"], recipe.path or "the recipe", _relative(out, recipe.base_dir)
+    d, where, named = recipe.data, recipe.path or "the recipe", _relative(out, recipe.base_dir)
     shipped = {path.resolve(): name for name, path in catalog.shipped_recipes().items()}
     if recipe.path and recipe.path.resolve() in shipped:  # the package's own copy is not the one to edit
         where, named = f"a copy (grpo-ext cp {shipped[recipe.path.resolve()]} my.yaml)", str(out.resolve())
     line = f"use it: in {where}, data: {{file: {named}}}"
-    if d.get("file"):
+    if d.file:
         lines = [f"{line} (the other data: keys as they are), or run with the override data.file={out.resolve()}"]
     else:
-        now = next((k for k in ("mixture", "source", "hub") if d.get(k)), "prompts")
+        named_by = {"mixture": d.mixture, "source": d.source, "hub": d.hub}
+        now = next((k for k, value in named_by.items() if value), "prompts")
         lines = [f"{line} in place of data.{now} (a recipe keeps one source of training rows)"]
-        if now == "source" and d.get("eval_prompts") is None and not d.get("eval_file"):
+        if now == "source" and d.eval_prompts is None and not d.eval_file:
             lines.append("note: the generator's held-out rows go with data.source; give data.eval_file or data.eval_fraction")
-    if datafiles.holds_out(d) and recipe["eval"]["enabled"]:
+    if d.holds_out and recipe.eval.enabled:
         lines.append(
             "note: the rows held out for eval were not scored and are not in the file; the recipe's hold-out then "
             "holds rows out of the kept ones"
@@ -319,18 +319,24 @@ def usage_lines(recipe: Recipe, out: Path) -> list[str]:
 def _training_rows(recipe: Recipe):
     """The rows training would see (a datasets.Dataset); RecipeError when there are none."""
     try:
-        rows = data.load(recipe["data"], recipe.base_dir, recipe["seed"], recipe.reward_funcs, recipe["eval"]["enabled"])
+        rows = data.load(recipe.data, recipe.base_dir, recipe.seed, recipe.reward_funcs, recipe.eval.enabled)
     except RecipeError as exc:  # what only loading tells (a hub dataset's rows), named as every recipe error is
-        raise RecipeError(exc.problems, str(recipe.path) if recipe.path else None) from None
+        raise RecipeError(exc.found, str(recipe.path) if recipe.path else None) from None
     if len(rows.train) == 0:
-        raise RecipeError("data: the recipe has no training rows to filter; give data.file, data.prompts or data.source rows")
+        raise RecipeError(
+            Problem(("data",), "the recipe has no training rows to filter; give data.file, data.prompts or data.source rows")
+        )
     return rows.train
 
 
 def _key(recipe: Recipe, model: str | None, reward: str, s: sampling.Settings, prompts: list) -> dict:
     """What a progress file must match to be resumed: model, reward, sampling, and the rows (a hash of their prompts)."""
     where = Path(model).expanduser() if model else None
-    named = str(where.resolve()) if where and exists(where) else model or recipe.portable()["model"]["name"]
+    named = (
+        str(where.resolve())
+        if where and exists(where)
+        else model or absolute_path(["model", "name"], recipe.model.name, recipe.base_dir)
+    )
     digest = hashlib.sha256(json.dumps(prompts, sort_keys=True, default=str).encode()).hexdigest()[:16]
     sampling = {f: getattr(s, f) for f in ("samples", "temperature", "max_new_tokens", "seed", "pass_threshold", "bf16")}
     generation = [list(pair) for pair in s.generation]
@@ -343,10 +349,10 @@ def _score_remaining(
     """Load the model, then sample and score each row not in ``results``, adding it there and to the progress file."""
     todo = [i for i in range(len(raw)) if i not in results]
     loaded, tokenizer, _ = (
-        evaluate.load_model(model, recipe["model"], log) if model else models.load(recipe["model"], recipe.base_dir, log)
+        evaluate.load_model(model, recipe.model, log) if model else models.load(recipe.model, recipe.base_dir, log)
     )
     chat_tools.apply(tokenizer, recipe, log)
-    chat = data.use_chat(recipe["data"], tokenizer)
+    chat = data.use_chat(recipe.data, tokenizer)
     log(
         f"filter: {plural(len(todo), 'row')} x {s.samples} samples, temperature {s.temperature}, "
         f"up to {plural(s.max_new_tokens, 'token')} each"
@@ -358,8 +364,8 @@ def _score_remaining(
         appended.line({"row": i, "passed": passed, "judged": judged})
 
     try:
-        rows = data.formatted(raw, recipe["data"], chat)
-        if recipe.tools or recipe.environment:
+        rows = data.formatted(raw, recipe.data, chat)
+        if recipe.agentic:
             with tempfile.TemporaryDirectory(prefix="grpo_ext_filter_") as scratch:
                 sampler = rollouts.sampler(recipe, loaded, tokenizer, rows, scratch)
                 score_rows(loaded, tokenizer, rows, todo, fn, s, chat=chat, record=record, bar=bar, sampler=sampler)
@@ -404,7 +410,7 @@ def filter_rows(
     recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
     reward = _reward(recipe, reward)
     dest = Path(out).expanduser() if out else default_out(recipe)
-    _check_out(dest, _data_path(recipe["data"], recipe.base_dir), force)
+    _check_out(dest, _data_path(recipe.data, recipe.base_dir), force)
     train.check_data(recipe)  # every row of a local data file, before anything heavy is imported
     console.quiet_third_parties(verbose)
     train_set = _training_rows(recipe)
@@ -423,7 +429,7 @@ def filter_rows(
 
     rates = [results[i][0] / results[i][1] if results[i][1] else None for i in range(len(raw))]
     kept = [r is not None and low <= r <= high for r in rates]
-    written = as_written(train_set, recipe["data"], recipe.base_dir)
+    written = as_written(train_set, recipe.data, recipe.base_dir)
     lines = [
         json.dumps({**row, "pass_rate": round(rate, 4)}, ensure_ascii=False, default=str) + "\n"
         for row, rate, keep_it in zip(written, rates, kept, strict=True)

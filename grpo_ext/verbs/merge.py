@@ -11,6 +11,7 @@ into a folder that does not exist yet or is empty; one with something in it only
 never; both are said before any model loads.
 """
 
+import dataclasses
 from pathlib import Path
 
 from grpo_ext.core import console
@@ -33,14 +34,14 @@ def read_run(run_dir: Path) -> Recipe:
         what = "a full model, already loadable with from_pretrained" if (final / "config.json").is_file() else "no adapter"
         raise RecipeError(f"{final}: holds {what}; merge needs a run trained with model.lora")
     recipe = validate(read_yaml(run_dir / "recipe.yaml"), run_dir / "recipe.yaml")  # a damaged one: one error line
-    recipe.data["model"]["name"] = models.adapter_base(final, recipe["model"]["name"])
+    recipe.model = dataclasses.replace(recipe.model, name=models.adapter_base(final, recipe.model.name))
     return recipe
 
 
 def greedy_answers(model, tokenizer, recipe: Recipe) -> list[str]:
     """One greedy answer per eval prompt, with the recipe's eval completion length."""
-    chat = data.use_chat(recipe["data"], tokenizer)
-    rows = data.formatted(data.eval_rows(recipe["data"], recipe.base_dir, recipe["seed"]), recipe["data"], chat)
+    chat = data.use_chat(recipe.data, tokenizer)
+    rows = data.formatted(data.eval_rows(recipe.data, recipe.base_dir, recipe.seed), recipe.data, chat)
     answers = sampling.generate(
         model, tokenizer, [r["prompt"] for r in rows], sampling.greedy(sampling.settings(recipe, bf16=False))
     )
@@ -72,13 +73,13 @@ def merge(
     console.quiet_third_parties(verbose=False)
     log = _once(log)  # the base loads twice (trained model, then the merge): its model line is said once
     trained_answers = None
-    if check and data.has_eval(recipe["data"]):
-        trained, tokenizer, _ = models.load_adapter(run / "final", recipe["model"], log)
+    if check and data.has_eval(recipe.data):
+        trained, tokenizer, _ = models.load_adapter(run / "final", recipe.model, log)
         trained_answers = greedy_answers(trained, tokenizer, recipe)
         del trained
     rundir.record(dest.parent, dest.name)  # RUN/merged is the run's: in its marker before it is made
-    models.merge(run / "final", recipe["model"], dest, log)
-    log(f"merge: wrote {dest} ({adapters.describe(recipe['model'])} folded in)")
+    models.merge(run / "final", recipe.model, dest, log)
+    log(f"merge: wrote {dest} ({adapters.describe(recipe.model.lora, recipe.model.quantization)} folded in)")
     if trained_answers is None:
         return dest
     from transformers import AutoModelForCausalLM, AutoTokenizer

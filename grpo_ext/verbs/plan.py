@@ -9,41 +9,43 @@ what to change when it does not fit.
 from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.text import suggest
-from grpo_ext.recipe import add_recipe_arguments, apply_overrides, load, locate, read_yaml, validate
+from grpo_ext.recipe import Recipe, add_recipe_arguments, apply_overrides, load, locate, read_yaml, validate
 from grpo_ext.run import gpu_share, memory
 from grpo_ext.run.gpu_share import Launch
-from grpo_ext.settings import adapters, advice, compat, shapes, variants
+from grpo_ext.settings import adapters, advice, shapes, variants
 
 
-def vllm_advice(recipe, shape: memory.Shape, prompt_len: int, rows, launch: Launch) -> tuple[float | None, str, bool] | None:
+def vllm_advice(
+    recipe: Recipe, shape: memory.Shape, prompt_len: int, rows, launch: Launch
+) -> tuple[float | None, str, bool] | None:
     """For colocated vLLM on a GPU of known size: (the utilization to use, or None when nothing fits; why;
     whether the recipe's utilization leaves vLLM less than it needs)."""
     if not launch.gpu_memory or not any(name == "vLLM (colocate)" for name, _, _ in rows):
         return None
-    asleep = compat.effective(recipe["training"], "vllm_enable_sleep_mode")
+    asleep = recipe.training.effective("vllm_enable_sleep_mode")
     # what the trainer holds while vLLM generates: everything, or with sleep mode all but the step's activations
     trainer = memory.total(r for r in rows if r[0] != "vLLM (colocate)" and not (asleep and r[0] == "activations"))
     need = memory.vllm_engine_need(recipe, shape, prompt_len)
     value, why = gpu_share.utilization_advice(launch.gpu_memory, trainer, need)
-    util = compat.effective(recipe["training"], "vllm_gpu_memory_utilization")
+    util = recipe.training.effective("vllm_gpu_memory_utilization")
     return value, why, util * launch.gpu_memory < need
 
 
-def alternatives(recipe, device: str, params: int) -> list[list[str]]:
+def alternatives(recipe: Recipe, device: str, params: int) -> list[list[str]]:
     """Override sets that lower memory, in the order worth trying."""
-    model = recipe["model"]
+    model = recipe.model
 
     def get(key):
         return memory.setting(recipe, key, device, params)
 
     options = []
-    full = model["lora"] in (None, False)
+    full = model.lora in (None, False)
     # adapters take about 10x full fine-tuning's learning rate (advice.LORA_SOURCE)
     lr = get("learning_rate")
     lora = ["model.lora=true", f"training.learning_rate={lr * advice.LORA_LR_FACTOR:g}"] if full else []
     if full:
         options.append(lora)
-    if not model["quantization"]:
+    if not model.quantization:
         options.append([*lora, "model.quantization=4bit"])
     if device == "cuda" and memory.path_of(recipe) == "full":
         options.append(["training.use_liger_loss=true"])
@@ -82,14 +84,14 @@ def plan(
     if sharding not in gpu_share.SHARDINGS:
         raise RecipeError(f"--sharding: unknown {sharding!r}{suggest(sharding, gpu_share.SHARDINGS)}")
     recipe = load(ref, list(overrides))
-    uses_vllm = bool(compat.effective(recipe["training"], "use_vllm"))
+    uses_vllm = bool(recipe.training.effective("use_vllm"))
     if device == "cpu" and (uses_vllm or sharding != "ddp"):
         what = "training.use_vllm" if uses_vllm else f"--sharding {sharding}"
         raise RecipeError(f"{what}: needs CUDA GPUs; plan it with --device cuda (and --gpu-memory SIZE)")
     device = device or ("cuda" if budget or uses_vllm or sharding != "ddp" else "cpu")
     launch = Launch(gpus, sharding, budget)
-    where_cfg = memory.config_source(recipe["model"], recipe.base_dir)
-    shape = memory.model_shape(where_cfg, recipe["model"]["trust_remote_code"])
+    where_cfg = memory.config_source(recipe.model, recipe.base_dir)
+    shape = memory.model_shape(where_cfg, recipe.model.trust_remote_code)
     prompt_len = memory.longest_prompt_tokens(recipe, where_cfg)
     rows = memory.estimate(recipe, shape, prompt_len, device, launch)
     where = "on the CPU (peak resident memory)" if device == "cpu" else "on one GPU (peak device memory)"
@@ -98,13 +100,14 @@ def plan(
     if budget is not None:
         print(f"  --gpu-memory {gpu_memory.strip()}: {read_as} = {memory.fmt_bytes(budget)}")
     if isinstance(where_cfg, dict):
-        hub_id = shapes.find(recipe["model"]["name"]) or shapes.find(catalog.MODELS[recipe["model"]["name"]]["hub"])
+        name = recipe.model.name
+        hub_id = shapes.find(name) or shapes.find(catalog.MODELS[name]["hub"])
         print(f"  shape of {hub_id} from grpo_ext's table (no config.json here); prompts at about 3 characters a token")
     for name, n, how in rows:
         print(f"  {name:<20} {memory.fmt_bytes(n):>10}   {how}")
     peak = memory.total(rows)
     print(f"  {'total':<20} {memory.fmt_bytes(peak):>10}")
-    if uses_vllm and compat.effective(recipe["training"], "vllm_mode") == "server":
+    if uses_vllm and recipe.training.effective("vllm_mode") == "server":
         print("vLLM server mode: generation runs on the server's GPUs (trl vllm-serve); nothing counted here")
     vllm = vllm_advice(recipe, shape, prompt_len, rows, launch)
     if vllm:
@@ -112,8 +115,8 @@ def plan(
         if vllm[2]:
             print("vllm_gpu_memory_utilization: the recipe's value leaves vLLM less than it needs for one step's generations")
     preset = variants.preset_keys(recipe.origins)
-    lora = adapters.lora_settings(recipe["model"])
-    lines = advice.check(lambda key: compat.effective(recipe["training"], key), shape.params, preset, lora=bool(lora))
+    lora = adapters.lora_settings(recipe.model.lora)
+    lines = advice.check(recipe.training.effective, shape.params, preset, lora=bool(lora))
     if lora:
         lines += advice.lora(lora["r"], len(memory.lora_targets(shape, lora)), len(shape.linear_names))
     for line in lines:

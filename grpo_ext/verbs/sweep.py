@@ -70,7 +70,7 @@ def score_checkpoints(recipe: Recipe, run_dir: Path, dest: Path, log) -> dict:
             f"--checkpoints: {run_dir} has no complete checkpoint-N; train with training.save_steps set "
             f"(and training.save_total_limit: null to keep every checkpoint)"
         )
-    s = sampling.settings(recipe, bf16=hardware.uses_bf16(recipe["training"], recipe["model"]))
+    s = sampling.settings(recipe, bf16=hardware.uses_bf16(recipe))
     task = task_of(recipe.portable())
     key = {**s.key(), "task": task}  # the same settings, prompts and rewards: the same scores
     cache, started = _cached(dest, key), time.monotonic()
@@ -84,7 +84,7 @@ def score_checkpoints(recipe: Recipe, run_dir: Path, dest: Path, log) -> dict:
         if mark in cache:
             points.append({**cache[mark], "checkpoint": checkpoint.name, "reused": True})
             continue
-        model, tokenizer, _ = evaluate.load_model(str(checkpoint), recipe["model"], log)
+        model, tokenizer, _ = evaluate.load_model(str(checkpoint), recipe.model, log)
         t0 = time.monotonic()
         result = evaluate.score_loaded(recipe, model, tokenizer, s, log, checkpoint.name)
         result["seconds"] = round(time.monotonic() - t0, 1)

@@ -25,8 +25,8 @@ from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import os_problem, write_atomic
 from grpo_ext.core.text import plural
 from grpo_ext.core.yaml_io import load_yaml
-from grpo_ext.data import datafiles, examples, generators, mixture
-from grpo_ext.recipe import Recipe, add_recipe_arguments, agents, changed_keys, load, quick
+from grpo_ext.data import examples, mixture
+from grpo_ext.recipe import Data, Recipe, add_recipe_arguments, agents, changed_keys, load, quick
 from grpo_ext.results import preflight, report, scoring, watchdog
 from grpo_ext.rewards import guard
 from grpo_ext.run import (
@@ -74,7 +74,7 @@ def train(
         recipe = recipe_for(recipe, overrides, quick)
         for note in recipe.notes:
             console.say(note)
-        missing = adapters.missing_packages(recipe["model"])
+        missing = adapters.missing_packages(recipe.model.lora, recipe.model.quantization)
         if missing:
             raise RecipeError(missing, str(recipe.path))
         check_data(recipe)  # a bad row of a data file stops here, before output_dir
@@ -82,7 +82,7 @@ def train(
         for reward in recipe.reward_funcs:  # a reward that is a service (a judge) answers once before the model loads
             if reward.info.preflight is not None:
                 reward.info.preflight()
-        resume = True if resume else (False if overwrite else recipe["resume"])  # --resume, or the recipe's resume
+        resume = True if resume else (False if overwrite else recipe.resume)  # --resume, or the recipe's resume
         prepared = launch.on_main_first(lambda: _prepare(recipe, overwrite, resume, accept_changes))
         summary = run(recipe, prepared, verbose, callbacks)
         completed = True
@@ -103,15 +103,15 @@ def recipe_for(recipe: str | Path | Recipe, overrides: list[str] | tuple = (), q
 def behaviours(recipe: Recipe) -> list:
     """The GRPO behaviours TRL lacks that the recipe asks for, each a ``Behaviour`` the trainer calls at its hooks
     (``run/trl_internals.py``), in the order it calls them."""
-    groups = recipe["groups"]
+    groups = recipe.groups
     found = []
-    if groups["skip_zero_advantage"]:
+    if groups.skip_zero_advantage:
         found.append(skipping.SkipZeroAdvantage())
-    if groups["dynamic_sampling"]:
-        found.append(dynamic.DynamicSampling(groups["max_extra_rounds"]))
-    if recipe.tools or recipe.environment:
+    if groups.dynamic_sampling:
+        found.append(dynamic.DynamicSampling(groups.max_extra_rounds))
+    if recipe.agentic:
         found.append(rollouts.DroppedResults())
-    if recipe["algorithm"] == "tic_grpo":  # its loss replaces TRL's: last, so the others wrap it as they wrap TRL's
+    if recipe.algorithm == "tic_grpo":  # its loss replaces TRL's: last, so the others wrap it as they wrap TRL's
         found.append(tic_grpo.TrajectoryCorrected())
     return found
 
@@ -119,7 +119,7 @@ def behaviours(recipe: Recipe) -> list:
 def _prepare(recipe: Recipe, overwrite: bool, resume: bool | str, accept_changes: bool) -> rundir.Prepared:
     """Lock the run directory and decide; a resume must use the run's own recipe unless changes are accepted. Only
     once everything is decided does ``rundir.commit`` change the directory: a refused resume has lost nothing."""
-    prepared = rundir.prepare(recipe["output_dir"], overwrite=overwrite, resume=resume)
+    prepared = rundir.prepare(recipe.output_dir, overwrite=overwrite, resume=resume)
     try:
         if prepared.previous is not None:
             prepared.changes = _resume_changes(prepared.path / "recipe.yaml", recipe, accept_changes)
@@ -159,93 +159,95 @@ def _resume_changes(recorded: Path, recipe: Recipe, accept_changes: bool) -> lis
     return changed
 
 
-def _training_data(d: dict) -> str:
-    if d["file"]:
-        how = f"prompt column {d['prompt_column']!r}"
-        if d["prompt_template"]:
-            how = f"prompts from template {d['prompt_template']!r}"
-        return f"file {d['file']} ({how})"
-    if d["source"]:
-        return f"generator {d['source']}"
-    if d["hub"]:
-        return f"hub dataset {d['hub']} (split {d['hub_split']}; not fetched by a dry run)"
-    if d["prompts"] is None:
+def _training_data(d: Data) -> str:
+    if d.file:
+        how = f"prompt column {d.prompt_column!r}"
+        if d.prompt_template:
+            how = f"prompts from template {d.prompt_template!r}"
+        return f"file {d.file} ({how})"
+    if d.source:
+        return f"generator {d.source}"
+    if d.hub:
+        return f"hub dataset {d.hub} (split {d.hub_split}; not fetched by a dry run)"
+    if d.prompts is None:
         return "none: the environment's reset writes each prompt (a generation batch of empty prompts)"
-    return f"{len(d['prompts'])} prompts"
+    return f"{len(d.prompts)} prompts"
 
 
-def _eval_prompts(d: dict) -> str:
-    if d["eval_prompts"] is not None:
-        return plural(len(d["eval_prompts"]), "eval prompt")
-    if d["eval_file"]:
-        return f"eval rows from {d['eval_file']}" + (f" (first {d['eval_size']})" if d["eval_size"] else "")
-    if d["eval_split"]:
-        return f"eval rows from split {d['eval_split']}" + (f" (first {d['eval_size']})" if d["eval_size"] else "")
-    if datafiles.holds_out(d):
-        share = d["eval_size"] if d["eval_size"] is not None else f"a share of {d['eval_fraction']}"
+def _eval_prompts(d: Data) -> str:
+    first = f" (first {d.eval_size})" if d.eval_size else ""
+    if d.eval_prompts is not None:
+        return plural(len(d.eval_prompts), "eval prompt")
+    if d.eval_file:
+        return f"eval rows from {d.eval_file}{first}"
+    if d.eval_split:
+        return f"eval rows from split {d.eval_split}{first}"
+    if d.holds_out:
+        share = d.eval_size if d.eval_size is not None else f"a share of {d.eval_fraction}"
         return f"eval rows held out of the training rows ({share}, by seed; never trained on)"
-    if d["source"]:
-        return plural(len(generators.generated(d)[1]), "eval prompt")
+    if d.source:
+        return plural(len(d.generated()[1]), "eval prompt")
     return "no eval prompts"
 
 
 def dry_run(recipe: Recipe) -> None:
     """Print what a run of ``recipe`` would do: model, rewards, data, the effective GRPOConfig. Loads no weights."""
     kwargs, notes, passed = trainer.config_kwargs(recipe)
-    source = model_names.resolve(recipe["model"]["name"], recipe.base_dir)
+    source = model_names.resolve(recipe.model.name, recipe.base_dir)
     cached = model_names.checkpoint_dir(source)
     state = ""
     if cached is not None:
         state = f"; cached at {cached}" if model_names.is_cached(source) else "; first run fetches and converts it"
-    d = recipe["data"]
+    d, model, training = recipe.data, recipe.model, recipe.training
     for note in recipe.notes:
         print(note)
     print(f"recipe: {recipe.path} (valid)")
     print(f"model: {source.describe()}{state}")
-    print(f"training: {adapters.describe(recipe['model'])}")
-    if recipe.data.get("algorithm"):
-        print(f"algorithm: {recipe['algorithm']} ({variants.VARIANTS[recipe['algorithm']].paper}); keys the recipe sets win")
+    print(f"training: {adapters.describe(model.lora, model.quantization)}")
+    if recipe.algorithm:
+        print(f"algorithm: {recipe.algorithm} ({variants.VARIANTS[recipe.algorithm].paper}); keys the recipe sets win")
     named = [f"{name} (weight {w})" for name, w in zip(recipe.reward_names, recipe.weights, strict=True)]
-    if callable(getattr(recipe.environment, "get_reward", None)):  # TRL adds it as a reward of weight 1
-        named.append(f"{recipe.environment.__name__} (the environment's get_reward, weight 1.0)")
+    environment = recipe.environment_class
+    if environment is not None and callable(getattr(environment, "get_reward", None)):  # TRL adds it, of weight 1
+        named.append(f"{environment.__name__} (the environment's get_reward, weight 1.0)")
     print("rewards: " + ", ".join(named))
-    if recipe.tools or recipe.environment:
-        where = f", and an environment per completion ({recipe['environment']})" if recipe.environment else ""
+    if recipe.agentic:
+        where = f", and an environment per completion ({recipe.environment.written})" if recipe.environment else ""
         print(f"tools the model sees{where}:")
-        for line in agents.describe(recipe.tools, recipe.environment):
+        for line in agents.describe(recipe.tool_functions, environment):
             print(f"  {line}")
-    if recipe["model"]["chat_template"]:
-        print(f"chat template: {recipe['model']['chat_template']} (model.chat_template)")
-    elif recipe.tools or recipe.environment:  # which one needs the tokenizer, which a dry run does not load
+    if model.chat_template:
+        print(f"chat template: {model.chat_template} (model.chat_template)")
+    elif recipe.agentic:  # which one needs the tokenizer, which a dry run does not load
         print("chat template: the model's own if it can show tools, else grpo_ext's ChatML tool template (said at load)")
-    if d["examples"]:
-        turns = examples.messages(d["examples"])
-        calls = [c for c in examples.called(d["examples"]) if c[2] is not None]  # the calls, not their results
+    if d.examples:
+        turns = examples.messages(d.examples)
+        calls = [c for c in examples.called(d.examples) if c[2] is not None]  # the calls, not their results
         print(
             f"worked examples: {plural(len(turns), 'message')} before every prompt, after the system prompt"
             + (f", with {plural(len(calls), 'tool call')}" if calls else "")
             + " (data.examples)"
         )
-    if d["mixture"]:
-        line, *shortfalls = data.mixture_plan(d, recipe.base_dir, recipe["eval"]["enabled"])
-        print(f"data: {line}; chat format: {d['chat']}")
+    if d.mixture:
+        line, *shortfalls = data.mixture_plan(d, recipe.base_dir, recipe.eval.enabled)
+        print(f"data: {line}; chat format: {d.chat}")
         for note in shortfalls:
             print(note)
     else:
-        print(f"data: {_training_data(d)}; {_eval_prompts(d)}; chat format: {d['chat']}")
-    boost = explore.describe(recipe["explore"], compat.effective(recipe["training"], "max_steps"))
+        print(f"data: {_training_data(d)}; {_eval_prompts(d)}; chat format: {d.chat}")
+    boost = explore.describe(recipe.explore, training.effective("max_steps"))
     if boost:
         print(boost)
     for line in quick.describe(recipe):
         print(line)
-    print(f"output_dir: {recipe['output_dir']}")
+    print(f"output_dir: {recipe.output_dir}")
     table = compat.table_for()
     print(
         f"trl {compat.trl_version()}, transformers {compat.transformers_version()}: effective GRPOConfig "
         f"(TRL defaults from the table of trl {table['trl']} with transformers {table['transformers']})"
     )
-    launch_decides = {"gradient_checkpointing"} - set(recipe["training"])  # shown below, not as TRL's default
-    rows = compat.effective_rows(recipe["training"], passed, origins=recipe.origins)
+    launch_decides = {"gradient_checkpointing"} - set(training.settings)  # shown below, not as TRL's default
+    rows = compat.effective_rows(training.settings, passed, origins=recipe.origins)
     rows = [row for row in rows if row[0] not in launch_decides]
     rows += [
         ("reward_weights", kwargs["reward_weights"], "recipe: rewards[i].weight"),
@@ -258,18 +260,18 @@ def dry_run(recipe: Recipe) -> None:
         "  use_cpu, bf16                    decided at launch from the device unless set (no GPU: use_cpu=true; "
         "bf16=true on a GPU or CPU with native bf16)"
     )
-    if "max_prompt_length" not in recipe["training"]:
+    if not training.sets("max_prompt_length"):
         print("  max_prompt_length                null                      no limit: a prompt is never cut, on every TRL")
-    if "gradient_checkpointing" not in recipe["training"]:
+    if not training.sets("gradient_checkpointing"):
         print(
             "  gradient_checkpointing           decided at launch unless set (off on a CPU; on a GPU, on for models "
             f"of {hardware.CHECKPOINTING_FROM / 1e9:.0f}B parameters or more)"
         )
-    for note in notes + adapters.missing_packages(recipe["model"]):
+    for note in notes + adapters.missing_packages(model.lora, model.quantization):
         print(f"note: {note}")
     preset = variants.preset_keys(recipe.origins)
-    lora = adapters.lora_settings(recipe["model"])
-    lines = advice.check(lambda key: compat.effective(recipe["training"], key), preset=preset, lora=bool(lora))
+    lora = adapters.lora_settings(model.lora)
+    lines = advice.check(training.effective, preset=preset, lora=bool(lora))
     for line in lines + (advice.lora(lora["r"]) if lora else []):
         print(f"advice: {line}")
 
@@ -304,7 +306,7 @@ def _silent(_message: str) -> None:
 def _config_kwargs(recipe: Recipe, log) -> dict:
     """GRPOConfig keywords for this TRL and this machine, each translation and device choice announced."""
     kwargs, notes, _ = trainer.config_kwargs(recipe, trainer.config_fields())
-    for note in notes + hardware.device_defaults(kwargs, recipe["model"]):
+    for note in notes + hardware.device_defaults(kwargs, recipe.model.quantization is not None):
         log(note)
     return kwargs
 
@@ -313,7 +315,7 @@ def _config(recipe: Recipe, kwargs: dict, log):
     """GRPOConfig (gradient checkpointing by the model's size, read from its config), and the save_total_limit
     that rundir applies itself (TRL's own rotation is off). Built before the model loads: a model loaded first
     trained about 8% slower per step on a CPU (benchmarks/step_order.py: ratio 1.080 over 4 alternated rounds)."""
-    count = lambda: models.parameter_count(recipe["model"], recipe.base_dir)  # noqa: E731 (called only on a GPU)
+    count = lambda: models.parameter_count(recipe.model, recipe.base_dir)  # noqa: E731 (called only on a GPU)
     for note in hardware.checkpointing_default(kwargs, count):
         log(note)
     return trainer.make_config({**kwargs, "save_total_limit": None}), kwargs.get("save_total_limit")
@@ -322,11 +324,11 @@ def _config(recipe: Recipe, kwargs: dict, log):
 def _rows(recipe: Recipe, log, owned: int) -> data.Rows:
     """The training and eval rows, loaded (and hub columns checked) before the model; ``owned``: how many empty
     prompts a recipe whose environment writes them trains on (one generation batch, cycled, as TRL's own)."""
-    d, environment = recipe["data"], recipe.environment
+    environment = recipe.environment_class
     try:
-        rows = data.load(d, recipe.base_dir, recipe["seed"], recipe.reward_funcs, recipe["eval"]["enabled"], environment, owned)
+        rows = data.load(recipe.data, recipe.base_dir, recipe.seed, recipe.reward_funcs, recipe.eval.enabled, environment, owned)
     except RecipeError as exc:  # what only loading tells (a hub dataset's rows), named as every recipe error is
-        raise RecipeError(exc.problems, str(recipe.path) if recipe.path else None) from None
+        raise RecipeError(exc.found, str(recipe.path) if recipe.path else None) from None
     for note in rows.notes:
         log(note)
     return rows
@@ -335,11 +337,11 @@ def _rows(recipe: Recipe, log, owned: int) -> data.Rows:
 def _datasets(recipe: Recipe, rows: data.Rows, tokenizer, args, log, context: int | None) -> tuple[bool, object, list[dict]]:
     """(chat format or not, the training dataset, the formatted eval rows), with max_prompt_length applied and
     every prompt checked to fit the model's ``context`` with max_completion_length."""
-    d, limit = recipe["data"], recipe["training"].get("max_prompt_length")
+    d, limit = recipe.data, recipe.training.settings.get("max_prompt_length")
     chat = data.use_chat(d, tokenizer)
     train_set, eval_rows = data.formatted_set(rows.train, d, chat), data.formatted(rows.eval, d, chat)
     completion = args.max_completion_length
-    tools = agents.functions_shown(recipe.tools, recipe.environment) or None  # what the model reads of them counts in its prompt
+    tools = agents.functions_shown(recipe.tool_functions, recipe.environment_class) or None  # they count in the prompt
     train_set, eval_rows, longest, notes = data.fit_prompts(train_set, eval_rows, limit, tokenizer, context, completion, tools)
     trainer.fit_prompt_limit(args, limit or longest)
     shown = "chat messages" if chat else "plain text"
@@ -357,45 +359,46 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     is_main = processes.is_main_process
     log = console.say if is_main else _silent
     args, keep = _config(recipe, _config_kwargs(recipe, log), log)
-    set_seed(recipe["seed"])
+    set_seed(recipe.seed)
     rows = _rows(recipe, log, args.generation_batch_size // args.num_generations)
-    model, tokenizer, described = models.load(recipe["model"], recipe.base_dir, log)
+    model, tokenizer, described = models.load(recipe.model, recipe.base_dir, log)
     chat_tools.apply(tokenizer, recipe, log)
-    log(f"training: {adapters.describe(recipe['model'])}")
+    log(f"training: {adapters.describe(recipe.model.lora, recipe.model.quantization)}")
     chat, train_set, eval_rows = _datasets(recipe, rows, tokenizer, args, log, data.context_of(model.config))
     cap = quick.eval_prompts(recipe)
-    if recipe["eval"]["enabled"] and cap is not None and len(eval_rows) > cap:
-        log(f"eval: the first {cap} of {len(eval_rows)} eval prompts ({quick.why(recipe, 'eval.max_prompts')})")
+    if recipe.eval.enabled and cap is not None and len(eval_rows) > cap:
+        why = quick.why("eval.max_prompts", recipe.eval.max_prompts, recipe.training)
+        log(f"eval: the first {cap} of {len(eval_rows)} eval prompts ({why})")
         eval_rows = eval_rows[:cap]
-    dog = watchdog.Watchdog(recipe["health"], watchdog.pass_marks(recipe.reward_funcs), recipe["eval"]["pass_threshold"])
-    watch = dog.hook(log, stop=recipe["health"]["on_problem"] == "stop")
+    dog = watchdog.Watchdog(recipe.health, watchdog.pass_marks(recipe.reward_funcs), recipe.eval.pass_threshold)
+    watch = dog.hook(log, stop=recipe.health.on_problem == "stop")
     metrics = progress.MetricsLog(
         prepared.path / "metrics.jsonl", is_main, log, watch=watch, trained_before=_trained_before(prepared)
     )
     own = [guard.reward_meter(recipe.reward_funcs), metrics, rundir.marker_callback(is_main, keep)]
-    own.append(completions.writer(recipe["logging"], prepared.path, log, lambda: grpo))  # reads the trainer built below
+    own.append(completions.writer(recipe.logging, prepared.path, log, lambda: grpo))  # reads the trainer built below
     grpo = trainer.make_trainer(
         model=model,
         reward_funcs=recipe.reward_funcs,
         args=args,
         train_dataset=train_set,
         tokenizer=tokenizer,
-        peft_config=models.lora_config(recipe["model"]),
+        peft_config=models.lora_config(recipe.model),
         callbacks=own + list(callbacks or []),
         behaviours=behaviours(recipe),
-        tools=recipe.tools or None,
+        tools=recipe.tool_functions or None,
         environment_factory=recipe.environment_factory,
     )
-    if recipe["groups"]["skip_zero_advantage"]:
+    if recipe.groups.skip_zero_advantage:
         why = skipping.blocker(grpo)
         log(
             "groups: every row kept in the loss (" + why + ")"
             if why
             else "groups: rows with zero advantage are left out of the loss's forward and backward (the gradient is the same)"
         )
-    if recipe["groups"]["dynamic_sampling"]:
+    if recipe.groups.dynamic_sampling:
         why = dynamic.blocker(grpo)
-        rounds = recipe["groups"]["max_extra_rounds"]
+        rounds = recipe.groups.max_extra_rounds
         log(
             "groups: every group kept as drawn (" + why + ")"
             if why
@@ -403,10 +406,10 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         )
     if args.disable_tqdm:
         grpo.remove_callback(PrinterCallback)  # our own progress line replaces the raw log dicts
-    boost = explore.callback(recipe["explore"], grpo, log)
+    boost = explore.callback(recipe.explore, grpo, log)
     if boost is not None:
         grpo.add_callback(boost)
-        log(explore.describe(recipe["explore"], args.max_steps))
+        log(explore.describe(recipe.explore, args.max_steps))
     summary = report.new_summary(str(recipe.path), described, processes.num_processes)
     summary["run_id"] = prepared.run_id  # the marker's: summary.json shows the folder is this run's
     summary["changes"] = (prepared.previous or {}).get("changes") or []
@@ -443,7 +446,7 @@ def eval_pass(r: Run, label: str) -> dict | None:
     r.log(f"eval {label}: pass rate {rates} ({report.sample_count(result)}, {result['seconds']} s)")
     if "tools" in result:
         r.log(f"eval {label}: {preflight.describe_tools(result['tools'])}")
-    if r.recipe["data"]["mixture"]:  # each eval row names its source: the pass rates of each
+    if r.recipe.data.mixture:  # each eval row names its source: the pass rates of each
         result["sources"] = mixture.by_source([row[mixture.COLUMN] for row in r.eval_rows], result)
         each = "; ".join(f"{name} {', '.join(f'{k} {v}' for k, v in by.items())}" for name, by in result["sources"].items())
         r.log(f"eval {label} by source: pass rate {each}")
@@ -454,7 +457,7 @@ def _agent(r: Run, what: str):
     """The trainer, for sampling with its tool loop when the recipe has tools or an environment; None without them;
     False (said in one line) where the loop cannot run on the main process alone: TRL gathers each batch's rewards
     across every process, so with several the others would wait for it."""
-    if not (r.recipe.tools or r.recipe.environment):
+    if not r.recipe.agentic:
         return None
     if launch.state().num_processes > 1:
         r.log(f"{what} skipped: with tools it samples through the trainer, which needs every process (one process only)")
@@ -465,18 +468,18 @@ def _agent(r: Run, what: str):
 def check_rewards(r: Run) -> None:
     """Phase 2a, the reward pre-flight (``health.preflight``): score the base model's samples on a few training
     prompts before step 1; a warning is printed, or with ``fail`` stops the run."""
-    cfg = r.recipe["health"]
-    if cfg["preflight"] in ("off", False) or not r.is_main or r.prepared.resume_from:
+    cfg = r.recipe.health
+    if not cfg.preflight_on or not r.is_main or r.prepared.resume_from:
         return
     agent = _agent(r, "health: pre-flight")
     if agent is False:
         return
     rows = list(r.grpo.train_dataset.select(range(min(quick.preflight_prompts(r.recipe), len(r.grpo.train_dataset)))))
-    training = explore.first_steps(r.recipe["training"], r.recipe["explore"])
+    training = explore.first_steps(r.recipe.training, r.recipe.explore)
     if agent is not None:
-        group = compat.effective(training, "num_generations")
-        scaled = quick.preflight_prompts(r.recipe) < quick.PREFLIGHT_PROMPTS and cfg["preflight_prompts"] is None
-        scaled = f" ({quick.why(r.recipe, 'health.preflight_prompts')})" if scaled else ""
+        group = training.effective("num_generations")
+        scaled = quick.preflight_prompts(r.recipe) < quick.PREFLIGHT_PROMPTS and cfg.preflight_prompts is None
+        scaled = f" ({quick.why('health.preflight_prompts', cfg.preflight_prompts, r.recipe.training)})" if scaled else ""
         r.log(f"pre-flight: playing {plural(len(rows), 'prompt')} x {group} conversations with the tool loop{scaled}")
         stats, findings, seconds = preflight.sample_conversations(
             agent, rows, r.recipe.weights, training, r.eval_settings, limits=cfg
@@ -493,7 +496,7 @@ def check_rewards(r: Run) -> None:
         r.log(finding.line())
     r.summary["health"] = {"preflight": {**stats, "seconds": seconds, "findings": [f.to_dict() for f in findings]}}
     warning = next((f for f in findings if f.severity == "warning"), None)
-    if warning is not None and cfg["preflight"] == "fail":
+    if warning is not None and cfg.preflight == "fail":
         raise watchdog.Unhealthy(f"{warning.line()} (health.preflight: fail)")
 
 
@@ -556,7 +559,7 @@ def finish(r: Run) -> None:
     report. A run whose weights never moved still saves them, as every completed run does, and says so: what reads a
     run (``eval --model RUN``, ``merge``, ``push``, a script's from_pretrained) finds final/ where it looks."""
     r.summary["eval_after"] = eval_pass(r, "after")
-    save = r.recipe["save_final"]
+    save = r.recipe.save_final
     if save:
         if r.is_main:
             rundir.record(r.dir, "final")

@@ -21,7 +21,7 @@ from grpo_ext.run import data
 def check_data(recipe: Recipe) -> None:
     """Read the recipe's local data files once, row by row; RecipeError names the first bad row's line."""
     try:
-        data.check_files(recipe["data"], recipe.base_dir)
+        data.check_files(recipe.data, recipe.base_dir)
     except RecipeError as exc:
         raise RecipeError(exc.problems, str(recipe.path) if recipe.path else None) from None
 

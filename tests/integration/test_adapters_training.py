@@ -74,7 +74,7 @@ def test_merge_reproduces_trained_answers(quantization, tiny64, digit_doc, tmp_p
 
     # Independently: the trained model (base + adapter) and the merged checkpoint answer alike.
     recipe = merge.read_run(run)
-    trained, tokenizer, _ = models.load_adapter(run / "final", recipe["model"], log=lambda _m: None)
+    trained, tokenizer, _ = models.load_adapter(run / "final", recipe.model, log=lambda _m: None)
     merged = AutoModelForCausalLM.from_pretrained(tmp_path / "merged")
     assert not hasattr(merged.config, "quantization_config")
     tok = AutoTokenizer.from_pretrained(tmp_path / "merged")

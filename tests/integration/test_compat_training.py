@@ -40,7 +40,7 @@ def test_seed_config_loads_from_a_recipe(tiny_model, digit_doc, tmp_path, no_hub
     config = trainer.make_config({**kwargs, "use_cpu": True})
     assert config.beta == 0.04 and config.num_generations == 4 and config.temperature == 0.8
     assert "max_prompt_length" not in kwargs  # grpo_ext applies it to the data (see test_data_formats.py)
-    model, tokenizer, _ = models.load(recipe["model"], recipe.base_dir, lambda _msg: None)
+    model, tokenizer, _ = models.load(recipe.model, recipe.base_dir, lambda _msg: None)
     from datasets import Dataset
 
     grpo = trainer.make_trainer(

@@ -87,7 +87,7 @@ def test_filter_keeps_the_rows_solved_sometimes(setup, tiny_model, capsys, no_hu
 
     # the recipe reads the file with the override it prints, through the same prompt column
     again = grpo_ext.load_recipe(str(recipe), [f"data.file={where / 'rows.filtered.jsonl'}"])
-    prompts = [r["prompt"] for r in data.train_rows(again["data"], again.base_dir)]
+    prompts = [r["prompt"] for r in data.train_rows(again.data, again.base_dir)]
     assert prompts == [setup["rows"][i]["question"] for i in KEPT]
 
 

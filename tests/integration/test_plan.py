@@ -32,7 +32,7 @@ def tiny_doc(digit_doc, tiny_model, tmp_path):
 
 def components(doc: dict, device: str = "cpu") -> dict[str, int]:
     recipe = validate(doc)
-    shape = memory.model_shape(memory.config_source(recipe["model"], recipe.base_dir))
+    shape = memory.model_shape(memory.config_source(recipe.model, recipe.base_dir))
     return dict((name, n) for name, n, _ in memory.estimate(recipe, shape, 40, device))
 
 

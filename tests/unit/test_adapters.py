@@ -62,7 +62,7 @@ SETTINGS = [
 
 @pytest.mark.parametrize("lora,expected", SETTINGS)
 def test_lora_settings(lora, expected):
-    assert adapters.lora_settings({"lora": lora}) == expected
+    assert adapters.lora_settings(lora) == expected
 
 
 def test_lora_keys_read_without_import_match_peft():

@@ -97,9 +97,9 @@ def test_recipe_keys_win_over_the_preset(top, training, values, origins, digit_d
     doc = bare_digit(digit_doc, **top)
     doc["training"].update(training)
     recipe = validate(doc)
-    assert {k: recipe["training"].get(k) for k in values} == values
+    assert {k: recipe.training.settings.get(k) for k in values} == values
     assert {k: recipe.origins[k] for k in origins} == origins
-    assert recipe.data.get("algorithm") == top.get("algorithm")
+    assert recipe.algorithm == top.get("algorithm")
 
 
 @pytest.mark.parametrize(

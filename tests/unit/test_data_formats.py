@@ -26,7 +26,7 @@ def test_docstring_examples():
 
 def test_held_out_rows_are_never_trained_on_and_follow_the_seed(tmp_path):
     jsonl(tmp_path / "d.jsonl", [{"prompt": q, "answer": a} for q, a in QUESTIONS])
-    d = recipe.validate({**minimal_recipe(), "data": {"file": "d.jsonl", "eval_fraction": 0.3}}, tmp_path / "r.yaml")["data"]
+    d = recipe.validate({**minimal_recipe(), "data": {"file": "d.jsonl", "eval_fraction": 0.3}}, tmp_path / "r.yaml").data
     first = data.load(d, tmp_path, 0, [])
     trained = {r["prompt"] for r in first.train}
     held = [r["prompt"] for r in first.eval]

@@ -268,7 +268,7 @@ def test_the_arguments_are_recorded_and_build_each_instance(tmp_path):
     recipe_path = tmp_path / "recipe.yaml"
     problems(tmp_path, doc(environment={"name": "game.py:Sized", "args": {"letters": 5}}))
     recipe = load(str(recipe_path))
-    assert recipe.environment.__name__ == "Sized"
+    assert recipe.environment_class.__name__ == "Sized"
     game = recipe.environment_factory()  # what TRL calls, once per rollout
     assert type(game).__name__ == "Sized" and game.letters == 5
     recorded = recipe.portable()["environment"]
@@ -279,7 +279,7 @@ def test_the_arguments_are_recorded_and_build_each_instance(tmp_path):
 def test_a_plain_class_is_built_by_its_factory(tmp_path):
     problems(tmp_path, doc())
     recipe = load(str(tmp_path / "recipe.yaml"))
-    assert type(recipe.environment_factory()) is recipe.environment  # TRL finds the tools and get_reward on the class
+    assert type(recipe.environment_factory()) is recipe.environment_class  # TRL finds the tools and get_reward on the class
 
 
 RESETS = [
@@ -348,7 +348,7 @@ def test_a_hub_datasets_columns_are_checked_once_loaded(tmp_path, monkeypatch):
     recipe = load(str(tmp_path / "recipe.yaml"))
     monkeypatch.setattr(data, "_hub", lambda d, split: Dataset.from_list(ROWS))
     with pytest.raises(RecipeError) as info:
-        data.load(recipe["data"], recipe.base_dir, 0, [], False, recipe.environment)
+        data.load(recipe.data, recipe.base_dir, 0, [], False, recipe.environment_class)
     assert info.value.problems == [
         "environment: WordGame.reset takes no prompt or hints, and TRL passes it every column of the training rows "
         "(data.hub someone/words): prompt, word, hints; add **kwargs to reset, or drop hints from the rows"

@@ -23,7 +23,7 @@ from grpo_ext.run import sampling
 def test_pass_at_key(pass_at, problem, digit_doc):
     digit_doc["eval"]["pass_at"] = pass_at
     if problem is None:
-        assert recipe.validate(digit_doc).data["eval"]["pass_at"] == pass_at
+        assert recipe.validate(digit_doc).eval.pass_at == pass_at
     else:
         with pytest.raises(RecipeError) as info:
             recipe.validate(digit_doc)

@@ -7,6 +7,7 @@ import pytest
 
 from grpo_ext import recipe
 from grpo_ext.core.errors import RecipeError, RunError
+from grpo_ext.recipe import Explore, Training
 from grpo_ext.run import explore
 
 CASES = [
@@ -46,7 +47,7 @@ def fake_trainer(with_kwargs: bool = True):
 @pytest.mark.parametrize("with_kwargs", [True, False])  # TRL 0.19 keeps only the GenerationConfig
 def test_callback_boosts_the_first_steps_then_switches_off(with_kwargs):
     trainer, lines = fake_trainer(with_kwargs), []
-    cb = explore.callback({"end_boost": 1.3, "start": 1, "steps": 2}, trainer, lines.append)
+    cb = explore.callback(Explore(end_boost=1.3, start=1, steps=2), trainer, lines.append)
     seen = []
     for step in range(4):
         cb.on_step_begin(None, SimpleNamespace(global_step=step), None)
@@ -59,13 +60,13 @@ def test_callback_boosts_the_first_steps_then_switches_off(with_kwargs):
 
 def test_resumed_past_the_boost_samples_without_it():
     trainer, lines = fake_trainer(), []
-    cb = explore.callback({"end_boost": 1.3, "start": 1, "steps": 2}, trainer, lines.append)
+    cb = explore.callback(Explore(end_boost=1.3, start=1, steps=2), trainer, lines.append)
     cb.on_step_begin(None, SimpleNamespace(global_step=5), None)
     assert trainer.generation_config.exponential_decay_length_penalty is None and lines == []
 
 
 def test_no_boost_no_callback_and_a_trainer_without_settings_is_refused():
-    assert explore.callback({"end_boost": None, "start": 1, "steps": 8}, fake_trainer(), print) is None
+    assert explore.callback(Explore(end_boost=None, start=1, steps=8), fake_trainer(), print) is None
     with pytest.raises(RunError, match="explore.end_boost: this trl's trainer keeps no generation_config"):
         explore.switch(SimpleNamespace(), True, (1, 1.3))
 
@@ -79,19 +80,19 @@ def test_no_boost_no_callback_and_a_trainer_without_settings_is_refused():
     ],
 )
 def test_the_run_says_what_the_boost_does(start, steps, text):
-    assert text in explore.describe({"end_boost": 1.3, "start": start, "steps": steps})
-    assert explore.describe({"end_boost": None, "start": start, "steps": steps}) is None
+    assert text in explore.describe(Explore(end_boost=1.3, start=start, steps=steps))
+    assert explore.describe(Explore(end_boost=None, start=start, steps=steps)) is None
 
 
 def test_a_boost_on_every_step_is_said_so():
-    line = explore.describe({"end_boost": 1.3, "start": 1, "steps": 8}, max_steps=3)
+    line = explore.describe(Explore(end_boost=1.3, start=1, steps=8), max_steps=3)
     assert "for all 3 steps: no step samples as the eval does (set explore.steps below training.max_steps" in line
-    assert "for the first 8 steps" in explore.describe({"end_boost": 1.3, "start": 1, "steps": 8}, max_steps=16)
+    assert "for the first 8 steps" in explore.describe(Explore(end_boost=1.3, start=1, steps=8), max_steps=16)
 
 
 def test_pre_flight_samples_as_the_first_steps_do():
-    training = {"temperature": 1.0, "generation_kwargs": {"repetition_penalty": 1.1}}
-    first = explore.first_steps(training, {"end_boost": 1.3, "start": 2, "steps": 8})
-    assert first["generation_kwargs"] == {"repetition_penalty": 1.1, explore.PENALTY: (2, 1.3)}
-    assert training["generation_kwargs"] == {"repetition_penalty": 1.1}  # the recipe's own is left as it was
-    assert explore.first_steps(training, {"end_boost": None, "start": 1, "steps": 8}) is training
+    training = Training({"temperature": 1.0, "generation_kwargs": {"repetition_penalty": 1.1}})
+    first = explore.first_steps(training, Explore(end_boost=1.3, start=2, steps=8))
+    assert first.settings["generation_kwargs"] == {"repetition_penalty": 1.1, explore.PENALTY: (2, 1.3)}
+    assert training.settings["generation_kwargs"] == {"repetition_penalty": 1.1}  # the recipe's own is left as it was
+    assert explore.first_steps(training, Explore(end_boost=None, start=1, steps=8)) is training

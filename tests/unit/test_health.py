@@ -2,12 +2,14 @@
 should not), every pre-flight verdict from scripted rewards, and the doctor on run directories (tiny runs that
 the pre-flight and the watchdog stop: tests/integration/test_health_tiny_runs.py)."""
 
+import dataclasses
 import json
 import math
 
 import pytest
 import yaml
 
+from grpo_ext.recipe import Training
 from grpo_ext.results import preflight, watchdog
 from grpo_ext.rewards.digit import digit_exact
 from grpo_ext.verbs import doctor
@@ -278,7 +280,7 @@ def test_no_signal_names_a_collapse():
 
 def test_recipe_thresholds_change_the_rules():
     records = stream(3, frac_reward_zero_std=1.0, **FAILING)
-    assert [f.rule for f in watchdog.replay(records, {"no_signal_steps": 3}).findings] == ["no_signal"]
+    assert [f.rule for f in watchdog.replay(records, watchdog.limits_of({"no_signal_steps": 3})).findings] == ["no_signal"]
     assert watchdog.replay(records).findings == []
 
 
@@ -372,13 +374,13 @@ def test_preflight_samples_with_training_generation_settings(monkeypatch):
 
     monkeypatch.setattr(sampling, "sample", fake_sample)
     monkeypatch.setattr(sampling, "precision", lambda model, s: __import__("contextlib").nullcontext())
-    training = {"num_generations": 4, "temperature": 0.7, "max_completion_length": 5}
-    training["generation_kwargs"] = {"exponential_decay_length_penalty": [1, 1.3]}
+    given = {"num_generations": 4, "temperature": 0.7, "max_completion_length": 5}
+    training = Training({**given, "generation_kwargs": {"exponential_decay_length_penalty": [1, 1.3]}})
     base = sampling.Settings(samples=8, max_new_tokens=32, temperature=1.0, batch_size=64, pass_threshold=1.0, seed=3)
     reward = lambda completions, **kw: [1.0] * len(completions)  # noqa: E731
     reward.__name__ = "one"
     stats, _, _ = preflight.sample_and_score(
-        None, None, [{"prompt": "p"}], [reward], [1.0], training, base, chat=False, limits=watchdog.LIMITS
+        None, None, [{"prompt": "p"}], [reward], [1.0], training, base, chat=False, limits=watchdog.DEFAULTS
     )
     (s,) = seen
     assert (s.samples, s.temperature, s.max_new_tokens, s.seed) == (4, 0.7, 5, 3)
@@ -571,7 +573,8 @@ def test_recipe_health_section(overrides, error):
     if error is None:
         recipe = load_recipe("digit", overrides)
         # the thresholds, and the pre-flight's mode and size (null: scaled to a tool recipe's steps, recipe/quick.py)
-        assert set(recipe["health"]) == set(watchdog.LIMITS) | {"preflight", "preflight_prompts", "on_problem"}
+        fields = {f.name for f in dataclasses.fields(recipe.health)}
+        assert fields == set(watchdog.LIMITS) | {"preflight", "preflight_prompts", "on_problem"}
         return
     with pytest.raises(RecipeError) as info:
         load_recipe("digit", overrides)

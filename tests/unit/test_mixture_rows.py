@@ -20,8 +20,14 @@ def test_docstring_examples():
     assert result.attempted > 0 and result.failed == 0
 
 
-def source(weight=None, rows=None, **keys) -> dict:
-    return {"weight": weight, "rows": rows, **keys}
+def source(weight=None, rows=None) -> tuple:
+    """A source's (weight, rows): one of them is None."""
+    return weight, rows
+
+
+def parts(sources: list[tuple]) -> tuple[list, list]:
+    """(weights, rows) of the sources, as ``mixture.plan`` and ``mixture.shortfalls`` take them."""
+    return [w for w, _ in sources], [n for _, n in sources]
 
 
 PLANS = [
@@ -41,7 +47,7 @@ PLANS = [
 
 @pytest.mark.parametrize("entries,available,size,expected", PLANS)
 def test_plan_shares(entries, available, size, expected):
-    counts = mixture.plan(entries, available, size)
+    counts = mixture.plan(*parts(entries), available, size)
     assert counts == expected
     if size is not None:
         assert sum(counts) == size
@@ -69,17 +75,17 @@ def test_a_source_keeps_its_rows_when_another_changes():
 
 def test_a_source_too_small_gives_every_row_then_repeats_and_says_so():
     names, entries = ["big.jsonl", "small.csv"], [source(1), source(rows=25)]
-    counts = mixture.plan(entries, [100, 10], size=None)
+    counts = mixture.plan(*parts(entries), [100, 10], size=None)
     picks = mixture.draw(names, counts, [100, 10], seed=0)
     small = Counter(row for s, row in picks if s == 1)
     assert sum(small.values()) == 25 and set(small) == set(range(10))  # every row, then drawn again
     assert sorted(small.values()) == [2] * 5 + [3] * 5  # whole passes: no row a third time before each has a second
-    (note,) = mixture.shortfalls(names, entries, counts, [100, 10])
+    (note,) = mixture.shortfalls(names, *parts(entries), counts, [100, 10])
     assert note == (
         "data: mixture: small.csv: rows: 25 asks for 25 rows, it has 10; every row is used and 15 drawn again (repeated)"
     )
     weighted = [source(1), source(1)]
-    (note,) = mixture.shortfalls(names, weighted, mixture.plan(weighted, [100, 10], 60), [100, 10])
+    (note,) = mixture.shortfalls(names, *parts(weighted), mixture.plan(*parts(weighted), [100, 10], 60), [100, 10])
     assert "small.csv: weight 1 asks for 30 rows, it has 10; every row is used and 20 drawn again" in note
 
 
@@ -180,7 +186,7 @@ def test_a_mixture_recorded_by_a_run_validates_again(tmp_path):
     checked = recipe.validate(doc, tmp_path / "r.yaml")
     again = recipe.validate(yaml.safe_load(checked.to_yaml()), tmp_path / "r.yaml")
     assert again.portable() == checked.portable()
-    assert [(s["weight"], s["rows"]) for s in again["data"]["mixture"]] == [(2, None), (None, 3)]
+    assert [(s.weight, s.rows) for s in again.data.sources] == [(2, None), (None, 3)]
 
 
 def test_a_column_gets_one_kind_across_the_sources():

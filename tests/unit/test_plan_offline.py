@@ -148,7 +148,7 @@ ONE_24GIB_GPU = Launch(gpu_memory=24 * GIB)
 
 def rows(doc: dict, launch: Launch = ONE_24GIB_GPU) -> dict[str, int]:
     recipe = validate(doc)
-    shape = memory.model_shape(memory.config_source(recipe["model"], recipe.base_dir))
+    shape = memory.model_shape(memory.config_source(recipe.model, recipe.base_dir))
     return {name: n for name, n, _ in memory.estimate(recipe, shape, 100, "cuda", launch)}
 
 

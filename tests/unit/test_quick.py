@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from grpo_ext import cli
-from grpo_ext.recipe import changed_keys, quick, validate
+from grpo_ext.recipe import Training, changed_keys, quick, validate
 from grpo_ext.results import report
 from grpo_ext.run import rundir
 from tests.helpers import ROOT
@@ -89,9 +89,9 @@ def test_quick_changes(sections, overrides, changed, kept):
 
 def test_explicit_overrides_win_in_the_recipe_run(tmp_path):
     recipe = quick.with_quick(arith_tools(), ARITH_TOOLS, ["training.max_steps=3", "save_final=true"])
-    assert recipe["training"]["max_steps"] == 3 and recipe["save_final"] is True
-    assert recipe["eval"]["samples"] == 2 and recipe["health"]["preflight_prompts"] is None  # scaled to the 3 steps
-    assert recipe["output_dir"] == "runs/arith-tools-quick"
+    assert recipe.training.settings["max_steps"] == 3 and recipe.save_final is True
+    assert recipe.eval.samples == 2 and recipe.health.preflight_prompts is None  # scaled to the 3 steps
+    assert recipe.output_dir == "runs/arith-tools-quick"
     assert "max_steps" not in recipe.origins  # the user's, not --quick's
     assert recipe.notes[0].startswith("quick: eval.max_prompts=2 (was null)")
     assert "yours kept: training.max_steps, save_final" in recipe.notes[0]
@@ -139,7 +139,7 @@ def test_a_bad_override_with_quick_is_one_error_line(capsys):
     ],
 )
 def test_trained_prompts(training, prompts):
-    assert quick.trained_prompts(training) == prompts
+    assert quick.trained_prompts(Training(training)) == prompts
 
 
 @pytest.mark.parametrize(

@@ -117,7 +117,7 @@ def test_unknown_shipped_name_suggests(capsys):
 )
 def test_overrides(override, key, expected, yaml_loader):
     r = recipe.load(str(ROOT / "recipes" / "digit.yaml"), [override])
-    node = r.data
+    node = r.portable()  # the checked recipe as a mapping, by its key paths
     for k in key:
         node = node[k]
     assert node == expected
@@ -162,7 +162,7 @@ def test_hand_written_values_with_an_accepted_meaning(line, written, path, meani
     edited = "\n".join(written if ln.startswith(line) else ln for ln in text.splitlines())
     (tmp_path / "r.yaml").write_text(edited)
     r = recipe.load(str(tmp_path / "r.yaml"))
-    value = r.data
+    value = r.portable()
     for key in path:
         value = value[key]
     assert value == meaning and type(value) is type(meaning)
@@ -176,4 +176,4 @@ def test_anchors_and_aliases_expand(tmp_path, yaml_loader):
     end = next(i for i in range(start + 1, len(lines)) if not lines[i].startswith("    -"))
     (tmp_path / "r.yaml").write_text("\n".join([*lines[:start], "  eval_prompts: *shared", *lines[end:]]))
     r = recipe.load(str(tmp_path / "r.yaml"))
-    assert r["data"]["eval_prompts"] == r["data"]["prompts"]
+    assert r.data.eval_prompts == r.data.prompts

@@ -73,7 +73,7 @@ def test_trust_remote_code_follows_the_recipe(setting, expected, digit_doc, tmp_
         digit_doc["model"]["trust_remote_code"] = setting
     r = recipe.validate(digit_doc)
     with pytest.raises(models.RunError):
-        models.load(r["model"], r.base_dir, log=lambda _: None)
+        models.load(r.model, r.base_dir, log=lambda _: None)
     assert seen == [expected]
 
 
@@ -160,7 +160,7 @@ def _run_dir(tmp_path: Path, recorded: object) -> Path:
     "caller,recorded,expected",
     [
         (False, {"trust_remote_code": True}, False),  # the run's recipe cannot turn remote code on
-        ({}, {"trust_remote_code": True}, False),  # nor where the caller's recipe leaves the key out
+        (None, {"trust_remote_code": True}, False),  # nor where the caller's recipe leaves the key out (false)
         (True, {"trust_remote_code": True}, True),  # both trust it
         (True, {"trust_remote_code": False}, False),  # the run trained without it
         (True, None, True),  # no recorded recipe: the caller's word
@@ -168,7 +168,8 @@ def _run_dir(tmp_path: Path, recorded: object) -> Path:
     ],
 )
 def test_run_directory_never_raises_trust_remote_code(caller, recorded, expected, tmp_path):
-    model_cfg = {"name": "caller", "dtype": "auto"} | ({} if caller == {} else {"trust_remote_code": caller})
-    settings = models.run_settings(model_cfg, _run_dir(tmp_path, recorded))
-    assert settings["trust_remote_code"] is expected
-    assert settings["dtype"] == ("float32" if recorded is not None else "auto")  # the run's other settings apply
+    trusts = recipe.SCHEMA["model"]["trust_remote_code"].default if caller is None else caller
+    model = recipe.Model("caller", "auto", trusts, None, None, None, None)
+    settings = models.run_settings(model, _run_dir(tmp_path, recorded))
+    assert settings.trust_remote_code is expected
+    assert settings.dtype == ("float32" if recorded is not None else "auto")  # the run's other settings apply

@@ -37,8 +37,8 @@ def test_arith_too_few_distinct_problems():
 
 def test_recipe_rows_come_from_the_generator():
     r = recipe.load("arith", ["data.source_args.train=12", "data.source_args.held_out=3"])
-    train_rows = data.train_rows(r["data"], r.base_dir)
-    eval_rows = data.eval_rows(r["data"], r.base_dir)
+    train_rows = data.train_rows(r.data, r.base_dir)
+    eval_rows = data.eval_rows(r.data, r.base_dir)
     assert len(train_rows) == 12 and len(eval_rows) == 3
     assert set(train_rows[0]) == {"prompt", "answer"}
 

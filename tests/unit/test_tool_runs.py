@@ -50,14 +50,14 @@ EXAMPLE_PROBLEMS = [
 
 @pytest.mark.parametrize(("value", "starts"), EXAMPLE_PROBLEMS)
 def test_examples_are_checked(value, starts):
-    problems = examples.check(value)
+    problems = [str(p) for p in examples.check(value)]
     assert len(problems) == len(starts), problems
     for problem, start in zip(problems, starts, strict=True):
         assert problem.startswith(start) and "\n" not in problem
 
 
 def test_empty_examples_are_named_empty():
-    assert examples.check([])[0].endswith("got an empty list")
+    assert str(examples.check([])[0]).endswith("got an empty list")
 
 
 def test_examples_become_the_messages_templates_read_before_each_prompt():
@@ -74,8 +74,8 @@ def test_examples_become_the_messages_templates_read_before_each_prompt():
     own = data.format_prompt([{"role": "system", "content": "mine"}, {"role": "user", "content": "q"}], "theirs", True, shaped)
     assert [m.get("content") for m in own][:2] == ["mine", "Ann has 9 pens and gets 4 more. How many?"]  # its own system first
     assert examples.called(WORKED) == [
-        ("data.examples[1].tool_calls[0]", "calculator", {"expression": "9 + 4"}),
-        ("data.examples[2]", "calculator", None),
+        (("data", "examples", 1, "tool_calls", 0), "calculator", {"expression": "9 + 4"}),
+        (("data", "examples", 2), "calculator", None),
     ]
 
 

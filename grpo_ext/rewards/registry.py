@@ -20,8 +20,9 @@ signature, and builds only the registry's own rewards: a user's factory is calle
 ``plan`` or ``merge``. Names from the standard library's process and system modules are refused.
 """
 
+import importlib
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +33,54 @@ from grpo_ext.rewards.api import RewardFunc, describe
 
 ENTRY_POINT_GROUP = "grpo_ext.rewards"
 
-REGISTRY: dict[str, Callable[..., RewardFunc]] = {}
+# Each built-in reward's name and the module of this folder that registers it. A name is known from this table, and
+# its module is imported when the name is first looked up: a recipe's validation imports the rewards it names, not
+# every built-in and what each imports (the sandbox, math-verify's workers, a judge's client), which took a third
+# of a refused recipe's `grpo-ext validate`. tests/unit/test_rewards_registry.py checks the table against what
+# each module registers.
+BUILTINS: dict[str, str] = {
+    "answer_match": "answers",
+    "code_tests": "code",
+    "digit_exact": "digit",
+    "digit_shaped": "digit",
+    "think_answer_format": "formats",
+    "regex_match": "formats",
+    "tag_count": "formats",
+    "llm_judge": "judge",
+    "math_accuracy": "maths",
+    "math_closeness": "maths",
+    "reward_model": "reward_model",
+    "overlong_penalty": "shaping",
+    "repetition_penalty": "shaping",
+    "cosine_accuracy": "shaping",
+    "tool_success": "tool_use",
+}
+
+
+class Registry(Mapping):
+    """The built-in rewards by name (``BUILTINS``): ``in``, ``len`` and iteration read the table; looking a name up
+    imports its module, whose ``@register`` adds the factory (``registered``), and returns the factory."""
+
+    def __init__(self, builtins: dict[str, str]):
+        self.builtins = builtins
+        self.registered: dict[str, Callable[..., RewardFunc]] = {}
+
+    def __getitem__(self, name: str) -> Callable[..., RewardFunc]:
+        if name in self.builtins and name not in self.registered:
+            importlib.import_module(f"{__package__}.{self.builtins[name]}")
+        return self.registered[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.builtins
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.builtins)
+
+    def __len__(self) -> int:
+        return len(self.builtins)
+
+
+REGISTRY = Registry(BUILTINS)
 KIND = references.Kind("reward", REGISTRY, ENTRY_POINT_GROUP, "grpo-ext rewards ls")
 # Arguments that build a registry factory's reward where it has required ones (the docs' reward table builds each
 # reward to read what it declares); a factory without them builds from its defaults.
@@ -40,7 +88,7 @@ EXAMPLES: dict[str, dict] = {}
 
 
 def register(name: str, *, factory: bool = False, example: dict | None = None):
-    """Add a built-in reward to the registry under ``name``.
+    """Add a built-in reward to the registry under ``name``, a name of ``BUILTINS``.
 
     A plain reward function is registered as a factory that takes no arguments; with ``factory=True``
     the decorated function itself is the factory and its keyword arguments are the recipe's ``args``;
@@ -48,9 +96,11 @@ def register(name: str, *, factory: bool = False, example: dict | None = None):
     """
 
     def decorate(fn):
-        if name in REGISTRY:
+        if name not in BUILTINS:
+            raise ValueError(f"reward {name!r} is not in registry.BUILTINS; add it there with its module")
+        if name in REGISTRY.registered:
             raise ValueError(f"reward {name!r} is registered twice")
-        REGISTRY[name] = fn if factory else references.constant_factory(fn)
+        REGISTRY.registered[name] = fn if factory else references.constant_factory(fn)
         if example is not None:
             EXAMPLES[name] = example
         return fn
@@ -64,7 +114,8 @@ def sample(name: str) -> RewardFunc:
     >>> sample("overlong_penalty")(["x" * 300])
     [-1.0]
     """
-    return REGISTRY[name](**EXAMPLES.get(name, {}))
+    factory = REGISTRY[name]  # imports its module, which adds its EXAMPLES entry
+    return factory(**EXAMPLES.get(name, {}))
 
 
 def known_names() -> list[str]:

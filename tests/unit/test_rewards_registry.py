@@ -1,6 +1,8 @@
 """Finding rewards: registry names, module and file paths, installed entry points; errors that say what failed."""
 
+import importlib
 import importlib.metadata
+import pkgutil
 import sys
 import zipfile
 
@@ -11,6 +13,33 @@ from grpo_ext.core import references
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.rewards import build, known_names, registry
 from tests.helpers import PLUGIN, minimal_recipe, run_cli, write
+
+
+def test_the_builtins_table_is_what_the_modules_register():
+    """registry.BUILTINS, which a lookup reads to import a built-in reward's module, names each module of rewards/
+    with exactly the rewards it registers: every module imported, each registered name's module is its row's."""
+    package = registry.__package__
+    for module in pkgutil.iter_modules(importlib.import_module(package).__path__):
+        importlib.import_module(f"{package}.{module.name}")
+    found = {name: getattr(f, "fn", f).__module__.removeprefix(f"{package}.") for name, f in registry.REGISTRY.registered.items()}
+    assert found == registry.BUILTINS
+
+
+@pytest.mark.parametrize(
+    "name,module",
+    [
+        ("digit_exact", "digit"),  # a plain reward, registered as a factory of no arguments
+        ("math_closeness", "maths"),  # a factory
+        ("overlong_penalty", "shaping"),  # a factory with an example, which sample() builds
+    ],
+)
+def test_a_builtin_is_found_by_name(name, module, tmp_path):
+    """A built-in name is known from the table and found through its module, the same factory a build calls."""
+    assert name in registry.REGISTRY and name in known_names()
+    factory, is_factory = registry.find(name, tmp_path)
+    assert is_factory and factory is registry.REGISTRY[name]
+    assert getattr(factory, "fn", factory).__module__ == f"grpo_ext.rewards.{module}"
+    assert callable(registry.sample(name))
 
 
 def test_entry_point_is_found_by_name(installed, tmp_path):

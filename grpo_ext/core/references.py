@@ -66,24 +66,43 @@ def _may_register(group: str) -> bool:
             if os.path.exists(entry):
                 return True  # a zip file
             continue
-        if entry.lower().endswith(".egg"):
+        if entry.lower().endswith(".egg") or _folder_may_register(entry or ".", group):
             return True
-        try:
-            children = list(os.scandir(entry or "."))
-        except OSError:  # a folder it may not read: left to importlib.metadata
-            return True
-        for child in children:
-            if not child.name.lower().endswith((".dist-info", ".egg-info")):
-                continue
-            try:
-                with open(os.path.join(child.path, "entry_points.txt"), encoding="utf-8") as f:
-                    if f"[{group}]" in f.read():
-                        return True
-            except OSError:  # no entry points, or not a folder
-                continue
-            except UnicodeDecodeError:  # left to importlib.metadata, which says what is wrong with it
-                return True
     return False
+
+
+# A folder's answer for a group, by (folder, group): (the folder's mtime when it was read, the answer). Installing or
+# removing a package adds or removes its *.dist-info folder, which moves the folder's mtime; until then a lookup
+# reads one stat, not every entry_points.txt of site-packages (3.5 ms there, for each reward a recipe names).
+_SCANNED: dict[tuple[str, str], tuple[int, bool]] = {}
+
+
+def _folder_may_register(folder: str, group: str) -> bool:
+    """Whether an ``entry_points.txt`` of a ``*.dist-info`` or ``*.egg-info`` folder in ``folder`` names ``group``
+    (or may: a folder it cannot read, a file it cannot decode, left to importlib.metadata)."""
+    key = (os.path.abspath(folder), group)
+    try:
+        mtime = os.stat(folder).st_mtime_ns
+        if key in _SCANNED and _SCANNED[key][0] == mtime:
+            return _SCANNED[key][1]
+        children = list(os.scandir(folder))
+    except OSError:  # a folder it may not read: left to importlib.metadata
+        return True
+    found = False
+    for child in children:
+        if not child.name.lower().endswith((".dist-info", ".egg-info")):
+            continue
+        try:
+            with open(os.path.join(child.path, "entry_points.txt"), "rb") as f:
+                found = f"[{group}]" in f.read().decode("utf-8")
+        except OSError:  # no entry points, or not a folder
+            continue
+        except UnicodeDecodeError:  # left to importlib.metadata, which says what is wrong with it
+            found = True
+        if found:
+            break
+    _SCANNED[key] = (mtime, found)
+    return found
 
 
 def entry_points(kind: Kind) -> dict[str, list]:

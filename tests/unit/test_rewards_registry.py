@@ -2,6 +2,7 @@
 
 import importlib
 import importlib.metadata
+import os
 import pkgutil
 import sys
 import zipfile
@@ -239,3 +240,28 @@ def test_entry_points_are_read_only_where_a_package_may_register_one(place, expe
     assert references._may_register(group) is expected
     if not expected:
         assert not importlib.metadata.entry_points(group=group) and references.entry_points(registry.KIND) == {}
+
+
+def test_a_folder_is_read_again_only_when_a_package_comes_or_goes(tmp_path, monkeypatch):
+    """The scan of a folder on sys.path is kept while the folder's mtime stays: a recipe's second reward reads no
+    entry_points.txt; a package installed there since (its *.dist-info folder moves the mtime) is seen."""
+    group = registry.ENTRY_POINT_GROUP
+    root = tmp_path / "site"
+    (root / "other-1.0.dist-info").mkdir(parents=True)
+    (root / "other-1.0.dist-info" / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
+    monkeypatch.syspath_prepend(str(root))
+    read = []
+    monkeypatch.setattr(references, "open", lambda path, *a, **k: read.append(path) or open(path, *a, **k), raising=False)
+    # (what changes before the lookup, what it answers, whether it reads the folder's entry_points.txt)
+    for change, expected, reads in [
+        (None, False, True),  # the first lookup reads the folder
+        (None, False, False),  # the second reads one stat
+        ("pkg-1.0.dist-info", True, True),  # a package that registers a reward, installed since: read again
+    ]:
+        if change:
+            (root / change).mkdir()
+            (root / change / "entry_points.txt").write_text(f"[{group}]\nkw = pkg:keyword_reward\n")
+            os.utime(root, ns=(root.stat().st_atime_ns, root.stat().st_mtime_ns + 1_000_000_000))  # a later install
+        read.clear()
+        assert references._may_register(group) is expected
+        assert any(p.startswith(str(root)) for p in read) is reads, change

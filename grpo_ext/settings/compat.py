@@ -7,7 +7,8 @@ supported version are recipe errors with a suggestion.
 
 Tables of GRPOConfig fields, one per TRL version of the compatibility matrix (``trl_fields/*.json``,
 written by ``scripts/trl_fields.py`` in each version's environment), let a recipe be checked without
-importing TRL: the table of the installed version is used, or the nearest older one. At run time the
+importing TRL: the table of the installed version is used, or the nearest older one; the others are read only for a
+key that table and the version rules lack (a key another version has gets the version to install). At run time the
 real GRPOConfig decides which name of a renamed key is passed.
 """
 
@@ -167,17 +168,29 @@ TABLES = Path(__file__).with_name("trl_fields")
 
 
 @cache
+def versions() -> dict[Version, Path]:
+    """The TRL versions with a field table, oldest first, each with its file (``<trl version>.json``): read from the
+    names, so that a recipe's check reads the installed version's table alone (all ten took longer than the rest)."""
+    return dict(sorted((Version(f.stem), f) for f in TABLES.glob("*.json")))
+
+
+@cache
+def read_table(version: Version) -> dict:
+    """The field table of one version of ``versions()``: {"trl", "transformers", "fields"}."""
+    return json.loads(versions()[version].read_text())
+
+
+@cache
 def tables() -> dict[Version, dict]:
     """Every shipped field table, oldest TRL first: version → {"trl", "transformers", "fields"}."""
-    docs = [json.loads(f.read_text()) for f in TABLES.glob("*.json")]
-    return {Version(d["trl"]): d for d in sorted(docs, key=lambda d: Version(d["trl"]))}
+    return {v: read_table(v) for v in versions()}
 
 
 def table_for(installed: Version | None = None) -> dict:
     """The table of the installed TRL, else the nearest older one, else the oldest."""
     v = installed or trl_version()
-    older = [t for t in tables() if t <= v]
-    return tables()[older[-1] if older else next(iter(tables()))]
+    older = [t for t in versions() if t <= v]
+    return read_table(older[-1] if older else next(iter(versions())))
 
 
 def fields(installed: Version | None = None) -> dict[str, dict]:
@@ -208,7 +221,7 @@ def installed_version(package: str) -> Version | None:
 @cache
 def trl_version() -> Version:
     """The installed TRL's version (see ``installed_version``); the newest table's without TRL."""
-    return installed_version("trl") or next(reversed(tables()))
+    return installed_version("trl") or next(reversed(versions()))
 
 
 @cache
@@ -299,24 +312,33 @@ def dtype_kwargs(dtype) -> dict:
     return {"dtype" if from_pretrained_takes_dtype() else "torch_dtype": dtype}
 
 
+# Keys the version rules name: known on every version, whether or not its table has them.
+RULED = frozenset(set(RENAMED) | set(RENAMED.values()) | set(DROPPED) | set(APPLIED) | set(ADDED))
+
+
 @cache
 def known_keys() -> frozenset[str]:
     """Keys that some supported version has: the union of the field tables and the version rules."""
-    tabled = {k for t in tables().values() for k in t["fields"]}
-    return frozenset(tabled | set(RENAMED) | set(RENAMED.values()) | set(DROPPED) | set(APPLIED) | set(ADDED))
+    return frozenset({k for t in tables().values() for k in t["fields"]} | RULED)
+
+
+def is_known(key: str, installed: Version | None = None) -> bool:
+    """Whether some supported version has ``key`` (``known_keys``): the other versions' tables are read only for a
+    key that the installed one's and the version rules lack."""
+    return key in fields(installed) or key in RULED or key in known_keys()
 
 
 def first_with(key: str) -> str | None:
-    """The oldest TRL that has ``key`` (by the version rules, else by the tables)."""
+    """The oldest TRL that has ``key`` (by the version rules, else by the tables, read oldest first until one has it)."""
     if key in ADDED:
         return ADDED[key]
-    return next((t["trl"] for t in tables().values() if key in t["fields"]), None)
+    return next((read_table(v)["trl"] for v in versions() if key in read_table(v)["fields"]), None)
 
 
 def first_supporting(key: str, value=None) -> str:
     """The oldest supported TRL that has ``key`` and accepts ``value`` for it (by the version rules and tables)."""
     first = first_with(key)
-    oldest = str(MIN_TRL) if first is None or Version(first) <= next(iter(tables())) else first
+    oldest = str(MIN_TRL) if first is None or Version(first) <= next(iter(versions())) else first
     added = VALUES_ADDED.get((key, value)) if isinstance(value, str) else None
     return max(oldest, added or oldest, key=Version)
 
@@ -340,8 +362,11 @@ def _usable(key: str, v: Version) -> bool:
 
 
 def _spec(key: str, v: Version) -> dict | None:
-    """The field's kinds and default from the installed table, else from the newest table that has it."""
-    return fields(v).get(key) or next((t["fields"][key] for t in reversed(tables().values()) if key in t["fields"]), None)
+    """The field's kinds and default from the installed table, else from the newest table that has it (read newest
+    first until one has it)."""
+    return fields(v).get(key) or next(
+        (read_table(t)["fields"][key] for t in reversed(versions()) if key in read_table(t)["fields"]), None
+    )
 
 
 def check_training(training: dict, installed: Version | None = None) -> list[str]:
@@ -361,7 +386,7 @@ def check_training(training: dict, installed: Version | None = None) -> list[str
         if key in ("output_dir", "seed"):
             problems.append(f"{where}: set it at the top level of the recipe ({key}: ...), not under training")
             continue
-        if key not in known_keys():
+        if not is_known(key, v):
             problems.append(f"{where}: unknown GRPOConfig key{suggest(key, sorted(known_keys()), NO_SUCH_KEY)}")
             continue
         if not _usable(key, v) and not (key in NEUTRAL and value == NEUTRAL[key][0]):

@@ -1,6 +1,8 @@
 """The version shim: translations, drops and refusals, checked against the installed TRL and against
 the field tables of every TRL version in the compatibility matrix (docs/compat.md)."""
 
+import functools
+
 import pytest
 from packaging.version import Version
 
@@ -116,6 +118,39 @@ def test_added_matches_field_tables(key, first):
     """Each key TRL added is missing from every table older than its version and present from then on."""
     for v, table in compat.tables().items():
         assert (key in table["fields"]) == (v >= Version(first)), f"{key} in trl {v}"
+
+
+def test_a_table_is_named_by_its_version():
+    """A field table's file is named by the TRL version it was written on: the installed version's table is found
+    by its name, without reading the others."""
+    assert [str(v) for v in compat.versions()] == [t["trl"] for t in compat.tables().values()]
+
+
+@pytest.mark.parametrize(
+    "training,read",
+    [
+        ({"learning_rate": 1e-5, "beta": 0.0}, "installed"),  # keys of the installed TRL's table: that table alone
+        ({"vllm_dtype": "auto", "output_dir": "x"}, "installed"),  # keys refused by their own rules
+        ({"use_liger_loss": True}, "newest with it"),  # a renamed key, known by the rules; its kinds from a table that has it
+        ({"learnin_rate": 1}, "all"),  # an unknown key: every table, for the nearest name of any version
+        ({"adafactor": True}, "all"),  # a key only older versions have: every table, to say so
+    ],
+)
+def test_check_training_reads_the_installed_table_alone(training, read, monkeypatch):
+    """A recipe's ``training:`` keys are checked against the installed TRL's field table and the version rules; the
+    other versions' tables are read only for a key those lack, as far as its message or its kinds need them."""
+    installed, every = compat.trl_version(), list(compat.versions())
+    reads = []
+    unread = compat.read_table.__wrapped__
+    monkeypatch.setattr(compat, "read_table", functools.cache(lambda v: reads.append(v) or unread(v)))
+    for cached in (compat.tables, compat.known_keys):  # fresh caches, so that what this check reads is counted
+        monkeypatch.setattr(compat, cached.__name__, functools.cache(cached.__wrapped__))
+    compat.check_training(dict(training))
+    expected = {installed} if read == "installed" else set(every)
+    if read == "newest with it":
+        newest = max(v for v in every if all(key in unread(v)["fields"] for key in training))
+        expected = {installed, *[v for v in every if v >= newest]}
+    assert sorted(reads) == sorted(expected)
 
 
 @pytest.mark.parametrize("key", ["max_prompt_length", "use_liger_loss", "vllm_guided_decoding_regex", "wandb_log_unique_prompts"])

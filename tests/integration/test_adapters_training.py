@@ -1,6 +1,7 @@
-"""LoRA and QLoRA on a tiny model: a LoRA recipe validates without heavy imports (a subprocess), training, and
-`grpo-ext merge` of the trained adapter."""
+"""LoRA and QLoRA on a tiny model: a LoRA recipe validates without heavy imports (a subprocess), the LoRA keys read
+without peft are peft's LoraConfig fields, training, and `grpo-ext merge` of the trained adapter."""
 
+import dataclasses
 import subprocess
 import sys
 
@@ -9,6 +10,7 @@ import yaml
 
 from grpo_ext import cli
 from grpo_ext.run import models
+from grpo_ext.settings import adapters
 from grpo_ext.verbs import merge
 from tests.helpers import ROOT, mutate
 
@@ -21,6 +23,13 @@ def test_lora_recipe_validates_without_torch(digit_doc, write_recipe):
     )
     proc = subprocess.run([sys.executable, "-c", code, str(file)], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0 and proc.stdout.strip() == "8", proc.stderr
+
+
+def test_lora_keys_read_without_import_match_peft():
+    from peft import LoraConfig, PeftConfig
+
+    inherited = {f.name for f in dataclasses.fields(PeftConfig)}
+    assert adapters.lora_keys() == {f.name for f in dataclasses.fields(LoraConfig)} - inherited
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,6 @@ regular file (a named pipe, a device, a socket) is refused before it is opened, 
 import csv
 import io
 import json
-import string
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -293,6 +292,8 @@ def _columns(path: Path, loc: Loc) -> list[str]:
 def template_fields(template: str) -> list[str]:
     """The column names a prompt template uses (``{question}``); ValueError for a template str.format refuses."""
     names = []
+    import string  # here, not at the top: only a recipe with a prompt template reads one
+
     for _, name, spec, conversion in string.Formatter().parse(template):
         if name is None:
             continue

@@ -156,7 +156,8 @@ def writer(settings: Logging, run_dir: Path, log, trainer):
             if not seen or seen == self.written:
                 return
             self.written = seen
-            chunks, room = [], cap - self.size
+            chunks: list[bytes] = []
+            room = cap - self.size
             for line in lines(step, batch, replies(getattr(trainer(), "reward_funcs", []), batch)):
                 if len(line) > room:
                     self._append(chunks)
@@ -168,7 +169,7 @@ def writer(settings: Logging, run_dir: Path, log, trainer):
 
         def _close(self, step: int) -> None:
             self.on = False
-            mb = settings["completions_max_mb"]
+            mb = settings.completions_max_mb
             if self.capped is None:
                 closing = {"capped": True, "step": step, "max_mb": mb}
                 self._append([(json.dumps(closing) + "\n").encode()])

@@ -35,7 +35,7 @@ def quiet_third_parties(verbose: bool) -> None:
         transformers.utils.logging.disable_progress_bar()
 
 
-def bars_hushed():
+def bars_hushed() -> contextlib.AbstractContextManager[object]:
     """A context in which bars that a library draws with tqdm directly, past its own switch (transformers' GGUF
     conversion), say nothing, when quiet_third_parties has turned the bars down; errors still raise."""
     import transformers

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.machinery import PathFinder
 from pathlib import Path
+from typing import Any
 
 from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import closest, shown
@@ -33,7 +34,7 @@ class Kind:
     command that lists its names."""
 
     word: str  # "reward", "tool"
-    registry: dict
+    registry: dict[str, Any]
     group: str  # entry-point group, "grpo_ext.rewards"
     listing: str  # "grpo-ext rewards ls"
 
@@ -41,12 +42,12 @@ class Kind:
 class constant_factory:
     """Factory of a registry entry that takes no arguments; picklable, keeps the entry's docstring."""
 
-    def __init__(self, fn: Callable):
+    def __init__(self, fn: Callable[..., Any]):
         self.fn = fn
         self.__doc__ = fn.__doc__
         self.__signature__ = inspect.Signature()
 
-    def __call__(self) -> Callable:
+    def __call__(self) -> Callable[..., Any]:
         return self.fn
 
 
@@ -105,7 +106,7 @@ def _folder_may_register(folder: str, group: str) -> bool:
     return found
 
 
-def entry_points(kind: Kind) -> dict[str, list]:
+def entry_points(kind: Kind) -> dict[str, list[Any]]:
     """Installed packages' entries of this kind by name (``importlib.metadata.EntryPoint``s); a name two packages
     register lists both."""
     # importlib.metadata is imported only when a package may register one: importing it and reading every
@@ -114,15 +115,15 @@ def entry_points(kind: Kind) -> dict[str, list]:
         return {}
     import importlib.metadata
 
-    found: dict[str, list] = {}
+    found: dict[str, list[Any]] = {}
     for ep in importlib.metadata.entry_points(group=kind.group):
         if all(ep.value != seen.value for seen in found.get(ep.name, [])):
             found.setdefault(ep.name, []).append(ep)
     return found
 
 
-def _package(ep) -> str:
-    return ep.dist.name if ep.dist else ep.value
+def _package(ep: Any) -> str:
+    return str(ep.dist.name if ep.dist else ep.value)
 
 
 def known_names(kind: Kind) -> list[str]:
@@ -152,6 +153,7 @@ def import_reference(kind: Kind, name: str, base_dir: Path) -> object:
             raise LookupError(f"{kind.word} file {str(path)!r} does not exist; give a path relative to the recipe's folder")
         module_name = f"grpo_ext_user_{kind.word}s.{path.stem}"
         spec = importlib.util.spec_from_file_location(module_name, path)
+        assert spec is not None and spec.loader is not None  # a .py file's, which the source loader reads
         module = importlib.util.module_from_spec(spec)
         sys.modules[module_name] = module
         try:
@@ -171,15 +173,15 @@ def import_reference(kind: Kind, name: str, base_dir: Path) -> object:
             raise LookupError(f"importing module {target!r} failed: {type(exc).__name__}: {exc}{hint}") from exc
     if not hasattr(module, attr):
         options = [n for n in dir(module) if callable(getattr(module, n)) and not n.startswith("_")]
-        hint = closest(attr, options)
-        more = f"; did you mean {hint!r}?" if hint else ""
+        near = closest(attr, options)
+        more = f"; did you mean {near!r}?" if near else ""
         raise LookupError(f"{target!r} has no attribute {attr!r}{more}")
     obj = getattr(module, attr)
     refuse_system(kind, name, getattr(obj, "__module__", None))  # a module's own alias of one (mod:system for os.system)
     return obj
 
 
-def find(kind: Kind, name: str, base_dir: Path) -> tuple[Callable, bool]:
+def find(kind: Kind, name: str, base_dir: Path) -> tuple[Any, bool]:
     """Look a name up: the registry, a reference, then the entry points. Returns (object, is_registry_factory);
     raises LookupError with a one-line reason."""
     eps = entry_points(kind).get(name, [])

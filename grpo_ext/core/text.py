@@ -5,6 +5,7 @@ import difflib
 import itertools
 import math
 import reprlib
+from collections.abc import Collection, Sequence
 
 
 def clip(text: str, limit: int = 60) -> str:
@@ -24,22 +25,22 @@ class _Preview(reprlib.Repr):
     costs only what is shown; strings and integers cut at the front (``clip`` marks the cut), mappings in
     their own order (reprlib sorts the whole mapping first)."""
 
-    def repr_str(self, x, level):
+    def repr_str(self, x: str, level: int) -> str:
         return builtins.repr(x[: self.maxstring])
 
-    def repr_int(self, x, level):
+    def repr_int(self, x: int, level: int) -> str:
         if x.bit_length() > 4 * self.maxlong:  # more digits than are shown; str() refuses past 4300 digits anyway
             return f"<an integer of about {math.floor(x.bit_length() * math.log10(2)) + 1} digits>"
         return builtins.repr(x)
 
-    def repr_dict(self, x, level):
+    def repr_dict(self, x: dict[object, object], level: int) -> str:
         if x and level <= 0:
             return "{...}"
         items = [f"{self.repr1(k, level - 1)}: {self.repr1(v, level - 1)}" for k, v in itertools.islice(x.items(), self.maxdict)]
         return "{" + ", ".join(items + ["..."] * (len(x) > self.maxdict)) + "}"
 
 
-def shown(value, limit: int = 60) -> str:
+def shown(value: object, limit: int = 60) -> str:
     """A value as an error line shows it: its repr, cut to ``limit`` characters; only what is shown is built.
 
     >>> shown("x" * 100, 10), shown(10**5000), shown({"a": [[[[1]]]], "b": 2})
@@ -51,7 +52,7 @@ def shown(value, limit: int = 60) -> str:
     return clip(preview.repr(value), limit)
 
 
-def listing(names: list, most: int = 10, width: int = 30) -> str:
+def listing(names: Sequence[object], most: int = 10, width: int = 30) -> str:
     """Names (a file's columns) as a message lists them: the first ``most``, each cut to ``width`` by ``clip``.
 
     >>> listing(["prompt", "answer"]), listing([]), listing([f"c{i}" for i in range(12)], most=3)
@@ -61,13 +62,13 @@ def listing(names: list, most: int = 10, width: int = 30) -> str:
     return (", ".join(clip(str(name), width) for name in names[:most]) or "none") + more
 
 
-def closest(name: str, options) -> str | None:
+def closest(name: str, options: Collection[object]) -> str | None:
     """The option that ``name`` most likely misspells, or None."""
     hint = difflib.get_close_matches(str(name), [str(o) for o in options], n=1, cutoff=0.6)
     return hint[0] if hint else None
 
 
-def suggest(name: str, options, otherwise: str | None = None) -> str:
+def suggest(name: str, options: Collection[object], otherwise: str | None = None) -> str:
     """``; did you mean 'x'?`` for a likely misspelling, else ``otherwise`` (default: the valid keys).
 
     >>> suggest("lerning_rate", ["learning_rate", "beta"])
@@ -81,7 +82,7 @@ def suggest(name: str, options, otherwise: str | None = None) -> str:
     return otherwise if otherwise is not None else f"; valid keys: {', '.join(sorted(map(str, options)))}"
 
 
-def fmt(value, digits: int = 3) -> str:
+def fmt(value: float | None, digits: int = 3) -> str:
     """A score for a table or a progress line: ``0.125``, or ``-`` when there is none (nothing was judged)."""
     return "-" if value is None else f"{value:.{digits}f}"
 

@@ -1,6 +1,8 @@
 """The kinds of a recipe's values (bool, int, float, str, list, dict, null) and coercion between them."""
 
 import math
+from collections.abc import Sequence
+from typing import Any
 
 from grpo_ext.core.text import shown
 
@@ -16,12 +18,12 @@ _KIND_NAMES = {
 }
 
 
-def kind_of(value) -> str:
+def kind_of(value: object) -> str:
     """The YAML kind of a value: ``str``, ``int``, ``float``, ``bool``, ``list``, ``dict`` or ``null``."""
     return _KIND_OF.get(type(value), type(value).__name__)
 
 
-def coerce(value, kinds: tuple[str, ...] | list[str]):
+def coerce(value: Any, kinds: Sequence[str]) -> tuple[Any, bool]:
     """Return (value, ok). An int is a valid float; YAML reads ``1e-5`` as a string, so a numeric
     string is converted where a float is expected. A number is finite: ``.inf`` and ``.nan`` are refused.
 
@@ -44,7 +46,7 @@ def coerce(value, kinds: tuple[str, ...] | list[str]):
     return value, False
 
 
-def wrong_kind(kinds, value) -> str:
+def wrong_kind(kinds: Sequence[str], value: object) -> str:
     """What a key of the wrong kind reads: the kinds it takes and what it got; a key left empty says so.
 
     >>> wrong_kind(("list",), "calculator")
@@ -57,6 +59,6 @@ def wrong_kind(kinds, value) -> str:
     return f"expected {describe_kinds(kinds)}, got {kind_of(value)} {shown(value)}"
 
 
-def describe_kinds(kinds) -> str:
+def describe_kinds(kinds: Sequence[str]) -> str:
     """``('int', 'null')`` → ``an integer or null``."""
     return " or ".join(_KIND_NAMES.get(k, k) for k in kinds)

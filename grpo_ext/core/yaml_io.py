@@ -4,6 +4,8 @@ The text is parsed by libyaml (PyYAML's C parser) where PyYAML was built with it
 parser where not; either way the nodes are composed here, one event at a time, where the bounds are counted.
 """
 
+from typing import Any
+
 import yaml
 from yaml.composer import Composer
 
@@ -33,14 +35,14 @@ class _Bounds(Composer):
     which refuses an integer of too many digits before building it. Mixed into a safe loader below, ahead of it:
     the C loader's own composer, which cannot be bounded, is never used."""
 
-    def get_single_node(self):
+    def get_single_node(self) -> yaml.Node | None:
         self.anchors = {}  # set here, as the C loader's __init__ does not set the Python composer's
         self.depth = 0
         self.values: dict[int, int] = {}  # id(node) -> values it stands for, set once the node is complete
         return super().get_single_node()
 
-    def compose_node(self, parent, index):
-        event = self.peek_event()
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        event = self.peek_event()  # type: ignore[attr-defined]  # the parser's, which the loader mixes this into
         if self.depth >= MAX_YAML_DEPTH:
             raise YAMLRefused(None, None, _TOO_DEEP, event.start_mark)
         self.depth += 1
@@ -51,7 +53,7 @@ class _Bounds(Composer):
         if isinstance(event, yaml.AliasEvent):
             if id(node) not in self.values:
                 problem = f"alias *{event.anchor} is used inside the node it names; an alias repeats a node given before it"
-                raise YAMLRefused(None, None, problem, event.start_mark)
+                raise YAMLRefused(None, None, problem, event.start_mark)  # type: ignore[arg-type]  # libyaml's Mark reads alike
             return node
         children = node.value if isinstance(node, yaml.SequenceNode) else []
         if isinstance(node, yaml.MappingNode):
@@ -63,20 +65,20 @@ class _Bounds(Composer):
         self.values[id(node)] = count
         return node
 
-    def construct_yaml_int(self, node):
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
         body = node.value.replace("_", "").lstrip("+-")
         digits = len(body[2:] if body[:2] in ("0x", "0b") else body)
         if digits > MAX_INT_DIGITS:
             problem = f"an integer of {digits} digits; a recipe's numbers have at most {MAX_INT_DIGITS}"
             raise YAMLRefused(None, None, problem, node.start_mark)
-        return super().construct_yaml_int(node)
+        return super().construct_yaml_int(node)  # type: ignore[misc, no-any-return]  # the loader's constructor
 
 
 class _PythonLoader(_Bounds, yaml.SafeLoader):
     """The bounds over PyYAML's pure-Python reader, scanner and parser."""
 
 
-LOADERS: dict[str, type] = {"python": _PythonLoader}  # by the parser under the bounds; tests run each
+LOADERS: dict[str, type[Any]] = {"python": _PythonLoader}  # by the parser under the bounds; tests run each
 if yaml.__with_libyaml__:
 
     class _LibyamlLoader(_Bounds, yaml.CSafeLoader):
@@ -87,7 +89,7 @@ if yaml.__with_libyaml__:
     LOADERS["libyaml"] = _LibyamlLoader
 for _loader in LOADERS.values():
     _loader.add_constructor("tag:yaml.org,2002:int", _loader.construct_yaml_int)
-LOADER: type = LOADERS.get("libyaml", _PythonLoader)  # what every function below reads with
+LOADER: type[Any] = LOADERS.get("libyaml", _PythonLoader)  # what every function below reads with
 
 
 # libyaml's own bound on nesting (1,000 levels), met before ours where its scanner looks ahead on a line for a key
@@ -95,7 +97,7 @@ LOADER: type = LOADERS.get("libyaml", _PythonLoader)  # what every function belo
 _LIBYAML_TOO_DEEP = "exceeded maximum nesting depth"
 
 
-def load_yaml(text: str):
+def load_yaml(text: str) -> Any:
     """``yaml.safe_load`` within the bounds above: ``YAMLRefused`` past one, ``yaml.YAMLError`` for bad syntax.
 
     >>> load_yaml("seed: 7"), load_yaml("a: &x [1, 2]\\nb: *x")
@@ -142,7 +144,7 @@ def _read(text: str, construct: bool) -> tuple[object, list[str]]:
         raise YAMLRefused(None, None, _TOO_DEEP, exc.problem_mark) from None  # where libyaml stopped, past ours
 
 
-def _parse(loader_class: type, text: str, construct: bool) -> tuple[object, list[str]]:
+def _parse(loader_class: type[Any], text: str, construct: bool) -> tuple[object, list[str]]:
     loader = loader_class(text)
     try:
         node = loader.get_single_node()
@@ -154,17 +156,17 @@ def _parse(loader_class: type, text: str, construct: bool) -> tuple[object, list
         loader.dispose()
 
 
-def _twice(root) -> list[str]:
+def _twice(root: yaml.Node) -> list[str]:
     """The keys given twice in a mapping under this node, as ``duplicate_keys`` words them."""
     problems: list[str] = []
     walked: set[int] = set()  # an alias repeats a node: walk it once, however often it is named
 
-    def walk(node, path: str) -> None:
+    def walk(node: yaml.Node, path: str) -> None:
         if id(node) in walked:
             return
         walked.add(id(node))
         if isinstance(node, yaml.MappingNode):
-            seen: dict = {}
+            seen: dict[str, int] = {}
             for key, value in node.value:
                 if key.tag == "tag:yaml.org,2002:merge":  # `<<: *defaults` may be overridden on purpose
                     continue

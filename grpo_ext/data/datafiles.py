@@ -18,6 +18,7 @@ import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, TypeGuard
 
 from grpo_ext.core.errors import Loc, Problem, RecipeError
 from grpo_ext.core.files import special
@@ -218,8 +219,9 @@ def _arrow_batches(path: Path, loc: Loc) -> Iterator:
         import pyarrow as pa
 
         files = _saved_json(path / "state.json", loc, path).get("_data_files", [])
-        names = [entry.get("filename") if isinstance(entry, dict) else None for entry in files]
-        if not all(isinstance(name, str) for name in names):
+        listed = [entry.get("filename") if isinstance(entry, dict) else None for entry in files]
+        names = [name for name in listed if isinstance(name, str)]
+        if len(names) < len(listed):
             raise BadData(loc, path, "", "its state.json lists its data files without their names; save the dataset again")
         for name in names:
             if not (path / name).exists():
@@ -325,15 +327,15 @@ def prompt_rule(cols: list[str], template: str | None, column: str, rows: str) -
     raise RecipeError(Problem(("data", "prompt_column"), f"{rows} has no column {column!r} (columns: {present}){hint}"))
 
 
-def is_messages(value) -> bool:
+def is_messages(value: object) -> TypeGuard[list[dict[str, Any]]]:
     return isinstance(value, list) and bool(value) and all(isinstance(m, dict) and "role" in m and "content" in m for m in value)
 
 
-def prompt_of(row: dict, rule: tuple[str, object], template: str | None):
+def prompt_of(row: dict[str, Any], rule: tuple[str, Any], template: str | None) -> str | list[dict[str, Any]]:
     """The prompt of one row: text, or chat messages. ValueError says what is wrong with the row."""
     how, what = rule
     if how == "template":
-        return template.format_map({name: "" if row.get(name) is None else row[name] for name in what})
+        return (template or "").format_map({name: "" if row.get(name) is None else row[name] for name in what})
     value = row.get(what)
     if how == "messages":
         if not is_messages(value):
@@ -395,4 +397,4 @@ def scan(path: Path, loc: Loc, rule: tuple[str, object], template: str | None) -
             raise BadData(loc, path, where, f"the prompt is {this}, the first row's is {form}; use one form for every row")
     if n == 0:
         raise BadData(loc, path, "", "the file has no rows")
-    return n, list(first)
+    return n, list(first or {})

@@ -7,6 +7,7 @@ of the ``guess_number`` environment, with the ``secret`` it reads.
 
 import inspect
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 from grpo_ext.core.errors import Problem, RecipeError
@@ -71,7 +72,7 @@ def guess(train: int = 128, held_out: int = 32, low: int = 1, high: int = 9, see
     return rows[:train], rows[train:]
 
 
-GENERATORS = {"arith": arith, "guess": guess}
+GENERATORS: dict[str, Callable[..., tuple[list[dict], list[dict]]]] = {"arith": arith, "guess": guess}
 COUNTS = ("train", "held_out")  # the generators' arguments that count rows: whole numbers from 0 to MAX_ROWS
 
 

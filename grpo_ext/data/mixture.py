@@ -254,13 +254,13 @@ def describe(
     if whole is not None and not any(n != 0 for n in evals):
         return f"{line}; eval {plural(whole[1], 'row')} from {whole[0]} (for the whole mixture)"
     if whole is None and None not in evals and len(set(evals)) == 1:
-        return f"{line}; eval {plural(sum(evals), 'row')} ({evals[0]} per source)"
+        return f"{line}; eval {plural(sum(n or 0 for n in evals), 'row')} ({evals[0]} per source)"
     each = [f"{name} counted when fetched" if n is None else f"{n} {name}" for name, n in zip(names, evals, strict=True)]
     if whole is not None:
         each.insert(0, f"{whole[1]} from {whole[0]} for the whole mixture")
     if None in evals:
         return f"{line}; eval {', '.join(each)}"
-    return f"{line}; eval {plural(sum(evals) + (whole[1] if whole else 0), 'row')} ({', '.join(each)})"
+    return f"{line}; eval {plural(sum(n or 0 for n in evals) + (whole[1] if whole else 0), 'row')} ({', '.join(each)})"
 
 
 def one_kind(rows: list[dict]) -> list[str]:
@@ -271,7 +271,7 @@ def one_kind(rows: list[dict]) -> list[str]:
     for r in rows:
         for key, value in r.items():
             if key != "prompt" and value is not None:
-                kinds.setdefault(key, {}).setdefault(_kind(value), r[COLUMN])
+                kinds.setdefault(key, {}).setdefault(_kind(value) or "", r[COLUMN])  # a value's kind: never None
     notes = []
     for key, found in kinds.items():
         if set(found) == {"numbers", "text"}:
@@ -302,7 +302,8 @@ def _kind(value) -> str | None:
         return "true/false"
     if isinstance(value, (int, float)):
         return "numbers"
-    return {str: "text", list: "lists", dict: "mappings"}.get(type(value), type(value).__name__)
+    names: dict[type, str] = {str: "text", list: "lists", dict: "mappings"}
+    return names.get(type(value), type(value).__name__)
 
 
 def by_source(sources: list[str], result: dict) -> dict[str, dict[str, float | None]]:

@@ -27,7 +27,9 @@ start a game server): TRL builds it, with the args (``factory``), once a run sta
 import contextlib
 import functools
 import inspect
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from grpo_ext.core import references
 from grpo_ext.core.errors import Loc, Problem, RunError, problem, where
@@ -40,11 +42,12 @@ from grpo_ext.settings import compat
 from grpo_ext.tools import check_environment, check_names, check_reset, check_tool, environments, library
 from grpo_ext.tools.checks import tool_methods
 
+Tool = Callable[..., Any]  # a function the model may call, as TRL takes it
 PATH_ARGS = ("path", "folder")  # the library factories' file and folder arguments, relative to the recipe
 ARGS: Loc = ("environment", "args")
 
 
-def check(top: dict, base_dir: Path, problems: list[Problem]) -> tuple[list, type | None]:
+def check(top: dict[str, Any], base_dir: Path, problems: list[Problem]) -> tuple[list[Tool], type | None]:
     """(the tools built, in order; the environment class or None) for a recipe's top level, problems appended."""
     entries = top.get("tools") or []
     env_ref = top.get("environment")
@@ -78,7 +81,7 @@ def check(top: dict, base_dir: Path, problems: list[Problem]) -> tuple[list, typ
     return built, environment
 
 
-def check_calls(turns: list[dict], tools: list, environment: type | None) -> list[Problem]:
+def check_calls(turns: list[dict[str, Any]], tools: list[Tool], environment: type | None) -> list[Problem]:
     """Each tool call of the worked examples (``data.examples``) names a tool the model is shown: one it copied from
     an example that it may not call would be a call that fails."""
     methods = [getattr(environment, n) for n in tool_methods(environment)] if environment is not None else []
@@ -103,7 +106,7 @@ def check_calls(turns: list[dict], tools: list, environment: type | None) -> lis
     return problems
 
 
-def _named(entry, loc: Loc, what: str, problems: list[Problem]) -> tuple[str, dict] | None:
+def _named(entry: object, loc: Loc, what: str, problems: list[Problem]) -> tuple[str, dict[str, Any]] | None:
     """(name, args) of a tools[i] or environment entry, a name or a mapping with ``name`` and ``args``; None with a
     line saying ``what`` such an entry is, when it is neither."""
     if isinstance(entry, str):
@@ -120,7 +123,7 @@ def _named(entry, loc: Loc, what: str, problems: list[Problem]) -> tuple[str, di
     return entry["name"], entry.get("args") or {}
 
 
-def _tool(entry, loc: Loc, base_dir: Path, problems: list[Problem]):
+def _tool(entry: object, loc: Loc, base_dir: Path, problems: list[Problem]) -> Tool | None:
     named = _named(entry, loc, "a tool is a name", problems)
     if named is None:
         return None
@@ -145,7 +148,7 @@ def _tool(entry, loc: Loc, base_dir: Path, problems: list[Problem]):
     return None if found else obj
 
 
-def _environment(entry, base_dir: Path, problems: list[Problem]) -> type | None:
+def _environment(entry: object, base_dir: Path, problems: list[Problem]) -> type | None:
     """The class ``environment:`` names, checked, with its args checked against its constructor, problems appended;
     the class even when it has some, so that the rows are held against its ``reset`` in the same round (the recipe
     is refused all the same); None when nothing is found, or what is found is not a class."""
@@ -169,7 +172,7 @@ def _environment(entry, base_dir: Path, problems: list[Problem]) -> type | None:
     return cls
 
 
-def _constructor(cls: type, ref: str, args: dict, given: bool) -> list[Problem]:
+def _constructor(cls: type, ref: str, args: dict[str, Any], given: bool) -> list[Problem]:
     """Whether TRL's ``factory()`` can build ``cls`` with ``args`` (the environment's, bound by name)."""
     try:
         signature = inspect.signature(cls)
@@ -190,7 +193,7 @@ def _constructor(cls: type, ref: str, args: dict, given: bool) -> list[Problem]:
     return problems
 
 
-def factory(environment: type | None, args: dict):
+def factory(environment: type | None, args: dict[str, Any]) -> Callable[[], Any] | None:
     """What GRPOTrainer's ``environment_factory`` is given for the checked ``environment:``: a callable that builds
     the class with its ``args`` (TRL calls it with nothing, for each instance it needs); None without one."""
     if environment is None:
@@ -198,7 +201,7 @@ def factory(environment: type | None, args: dict):
     return functools.partial(_built, environment, args)
 
 
-def _built(environment: type, args: dict):
+def _built(environment: type, args: dict[str, Any]) -> Any:
     """An instance of ``environment`` built with ``args``, whose ``reset`` stops the run in one line naming it when it
     returns what TRL cannot add to a prompt (a gym-style ``(observation, info)``, a state dict): TRL appends it to the
     prompt's last message, and fails there with a bare TypeError. Only what the instance's ``reset`` attribute is
@@ -207,7 +210,7 @@ def _built(environment: type, args: dict):
     reset = instance.reset
 
     @functools.wraps(reset)
-    def checked(*positional, **row):
+    def checked(*positional: Any, **row: Any) -> Any:
         observation = reset(*positional, **row)
         if observation is None or isinstance(observation, (str, list)):
             return observation
@@ -223,7 +226,7 @@ def _built(environment: type, args: dict):
     return instance
 
 
-def check_rows(environment: type, columns: dict) -> list[Problem]:
+def check_rows(environment: type, columns: dict[str, tuple[list[str] | None, str]]) -> list[Problem]:
     """The environment's ``reset`` against each set of rows TRL calls it with (``columns``: stage -> (the columns, the
     rows described), as validation finds them; None where only loading tells, a hub dataset's)."""
     return [
@@ -234,34 +237,34 @@ def check_rows(environment: type, columns: dict) -> list[Problem]:
     ]
 
 
-def _paths(args: dict, base_dir: Path) -> dict:
+def _paths(args: dict[str, Any], base_dir: Path) -> dict[str, Any]:
     """A library factory's args with its file and folder arguments (``PATH_ARGS``) taken from the recipe's folder."""
     return {k: str(resolve_path(v, base_dir)) if k in PATH_ARGS and isinstance(v, str) else v for k, v in args.items()}
 
 
-def portable(entry, base_dir: Path, key: str = "tools"):
+def portable(entry: str | dict[str, Any], base_dir: Path, key: str = "tools") -> str | dict[str, Any]:
     """A tools[i] or environment entry with its file reference absolute, and a library factory's path arguments, as a
     run records it."""
     if isinstance(entry, str):
-        return absolute_path([key], entry, base_dir)
+        return str(absolute_path([key], entry, base_dir))
     args = entry.get("args") or {}
     if entry["name"] in library.REGISTRY:  # a library factory reads them from the recipe's folder (_tool)
         args = _paths(args, base_dir)
     return {**entry, "name": absolute_path([key], entry["name"], base_dir), **({"args": args} if args else {})}
 
 
-def _arguments(fn) -> list[inspect.Parameter]:
+def _arguments(fn: Callable[..., Any]) -> list[inspect.Parameter]:
     """A tool's arguments as the model sees them: an environment method's without ``self``."""
     return [p for p in inspect.signature(fn).parameters.values() if p.name != "self"]
 
 
-def functions_shown(tools: list, environment: type | None) -> list:
+def functions_shown(tools: list[Tool], environment: type | None) -> list[Tool]:
     """Every function the model is shown: the recipe's tools, then the environment's tool methods (as functions of
     its class: transformers writes their schema without ``self``, as TRL's tool loop does for an instance's)."""
     return [*tools, *([getattr(environment, n) for n in tool_methods(environment)] if environment is not None else [])]
 
 
-def describe(tools: list, environment: type | None) -> list[str]:
+def describe(tools: list[Tool], environment: type | None) -> list[str]:
     """One line per tool as the model will see it: its name, arguments with their types, and first docstring line."""
     lines = []
     for fn in functions_shown(tools, environment):

@@ -1,5 +1,7 @@
 """What differs between two recipes, and which keys a resumed run may change without changing what it means."""
 
+from typing import Any
+
 from grpo_ext.recipe.schema import SCHEMA
 
 # Keys a resumed run may change without changing what the run means: how it is evaluated, logged and saved.
@@ -20,13 +22,13 @@ RESUME_MAY_CHANGE = (
 )
 
 
-def _flatten(value, path: str = "") -> dict[str, object]:
+def _flatten(value: object, path: str = "") -> dict[str, object]:
     if isinstance(value, dict) and value:
         return {k: v for key, item in value.items() for k, v in _flatten(item, f"{path}.{key}" if path else str(key)).items()}
     return {path: value}
 
 
-def changed_keys(before: dict, after: dict) -> list[str]:
+def changed_keys(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
     """Key paths whose values differ between two recipes (``portable`` data), other than RESUME_MAY_CHANGE.
 
     >>> changed_keys({"training": {"learning_rate": 1e-5, "logging_steps": 1}, "rewards": [{"name": "a"}]},

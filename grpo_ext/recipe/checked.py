@@ -15,6 +15,7 @@ never change it in place.
 
 import copy
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -26,7 +27,8 @@ from grpo_ext.core.errors import Problem, RecipeError, problem
 from grpo_ext.data import datafiles, generators, mixture
 from grpo_ext.recipe import agents
 from grpo_ext.recipe.read import absolute_path
-from grpo_ext.rewards.guard import missing_columns
+from grpo_ext.rewards.guard import Guarded, missing_columns
+from grpo_ext.rewards.registry import Resolved
 from grpo_ext.settings import compat
 
 
@@ -114,7 +116,7 @@ class Data:
         """Whether eval rows are held out of the training rows (``eval_fraction``, or ``eval_size`` alone)."""
         return datafiles.holds_out(self.eval_fraction, self.eval_size, self.eval_file, self.eval_split)
 
-    def generated(self) -> tuple[list[dict], list[dict]]:
+    def generated(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The rows of the generator ``source`` names: (training rows, held-out rows)."""
         return generators.generated(self.source or "", self.source_args)
 
@@ -301,16 +303,18 @@ class Recipe:
     path: Path | None = None  # the recipe file, None for a mapping validated in memory
     base_dir: Path = field(default_factory=Path.cwd)  # where its relative paths are read from: the file's folder
     given: dict[str, Any] = field(default_factory=dict)  # the recipe as written, after overrides
-    resolved: list = field(default_factory=list)  # rewards[i] found and checked (rewards.registry.Resolved), in order
-    origins: dict[str, str] = field(default_factory=dict)  # training key -> where `algorithm:` put it, or that it was overridden
-    columns: dict[str, tuple] = field(
-        default_factory=dict
-    )  # stage -> (its rows' columns, the rows described), for a reward built later
-    reward_names: list[str] = field(default_factory=list)  # each reward's metric name; a user's factory: how the recipe calls it
-    tool_functions: list = field(default_factory=list, repr=False)  # tools[i] built and checked (recipe/agents.py)
+    # rewards[i] found and checked, in order
+    resolved: list[Resolved] = field(default_factory=list)
+    # training key -> where `algorithm:` put it, or that the recipe overrode it
+    origins: dict[str, str] = field(default_factory=dict)
+    # stage -> (its rows' columns, None where only loading tells; the rows described), for a reward built later
+    columns: dict[str, tuple[list[str] | None, str]] = field(default_factory=dict)
+    # each reward's metric name; a user's factory not built yet: how the recipe calls it
+    reward_names: list[str] = field(default_factory=list)
+    tool_functions: list[Callable[..., Any]] = field(default_factory=list, repr=False)  # tools[i] built and checked
     environment_class: type | None = field(default=None, repr=False)  # the class environment: names, or None
     notes: list[str] = field(default_factory=list)  # lines a run and its dry run say first (--quick: what it changed)
-    _funcs: list | None = field(default=None, repr=False)  # the guarded rewards, once built
+    _funcs: list[Guarded] | None = field(default=None, repr=False)  # the guarded rewards, once built
 
     @property
     def agentic(self) -> bool:
@@ -318,11 +322,11 @@ class Recipe:
         return bool(self.tools or self.environment)
 
     @property
-    def reward_funcs(self) -> list:
+    def reward_funcs(self) -> list[Guarded]:
         """rewards[i] built and guarded, in order, named uniquely (see ``build_rewards``)."""
         return self.build_rewards()
 
-    def build_rewards(self) -> list:
+    def build_rewards(self) -> list[Guarded]:
         """The guarded rewards. A user's reward factory runs here, the first time a run needs the rewards, never
         while the recipe is validated; RecipeError (each problem's key path) if it refuses its args or returns a
         reward that needs a column the rows lack. ``train`` calls it before it touches output_dir."""
@@ -332,11 +336,11 @@ class Recipe:
             funcs = guarded_rewards(entries, self.resolved, self.columns, problems, build=True)
             if problems:
                 raise RecipeError(problems, str(self.path) if self.path else None)
-            self._funcs = funcs
+            self._funcs = [f for f in funcs if f is not None]  # each built: a reward that was not is a problem
         return self._funcs
 
     @property
-    def environment_factory(self):
+    def environment_factory(self) -> Callable[[], Any] | None:
         """GRPOTrainer's ``environment_factory``: a callable that builds the environment's class (with
         ``environment.args``) and checks what each instance's ``reset`` returns; None without an environment."""
         return agents.factory(self.environment_class, self.environment.args if self.environment else {})
@@ -390,7 +394,14 @@ class Recipe:
         return yaml.safe_dump(self.portable(), sort_keys=False, allow_unicode=True)
 
 
-def guarded_rewards(entries: list[dict], resolved: list, columns: dict, problems: list[Problem], *, build: bool) -> list:
+def guarded_rewards(
+    entries: list[dict[str, Any]],
+    resolved: list[Resolved],
+    columns: dict[str, tuple[list[str] | None, str]],
+    problems: list[Problem],
+    *,
+    build: bool,
+) -> list[Guarded | None]:
     """The rewards guarded under unique metric names, and a problem for each dataset column one of them needs that
     its rows lack. A user's factory is called only with ``build``; without, its place holds None, checked later."""
     if len(resolved) != len(entries):  # a reward that failed its own check is already a problem

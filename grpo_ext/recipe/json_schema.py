@@ -8,6 +8,8 @@ data, the installed TRL or the other keys (data sources, batch shapes, a reward'
 """
 
 import json
+from collections.abc import Sequence
+from typing import Any
 
 from grpo_ext.recipe.schema import SCHEMA, TOP_LEVEL, Spec
 from grpo_ext.settings import batch_rules, compat, variants
@@ -19,7 +21,7 @@ NUMBER_TEXT = r"^\s*[+-]?[\d_]*\.?[\d_]*\d[\d_]*\.?[\d_]*([eE][+-]?\d[\d_]*)?\s*
 _TYPES = {"str": "string", "int": "integer", "bool": "boolean", "null": "null", "list": "array", "dict": "object"}
 
 
-def kinds_schema(kinds) -> dict:
+def kinds_schema(kinds: Sequence[str]) -> dict[str, Any]:
     """The JSON types of a spec's YAML kinds; a float also takes an integer and a number written as text."""
     if "any" in kinds:
         return {}
@@ -29,7 +31,7 @@ def kinds_schema(kinds) -> dict:
     return options[0] if len(options) == 1 else {"anyOf": options}
 
 
-def _jsonable(value) -> bool:
+def _jsonable(value: object) -> bool:
     try:
         json.dumps(value)
     except (TypeError, ValueError):
@@ -37,9 +39,9 @@ def _jsonable(value) -> bool:
     return True
 
 
-def spec_schema(spec: Spec) -> dict:
+def spec_schema(spec: Spec) -> dict[str, Any]:
     """One key: its kinds, allowed values, range, default and doc."""
-    out = kinds_schema(spec.kinds) if spec.choices is None else {"enum": list(spec.choices)}
+    out: dict[str, Any] = kinds_schema(spec.kinds) if spec.choices is None else {"enum": list(spec.choices)}
     if spec.minimum is not None:
         out["minimum"] = spec.minimum
     if spec.maximum is not None:
@@ -51,8 +53,8 @@ def spec_schema(spec: Spec) -> dict:
     return out
 
 
-def section_schema(specs: dict[str, Spec], description: str = "") -> dict:
-    out = {
+def section_schema(specs: dict[str, Spec], description: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {
         "type": "object",
         "properties": {key: spec_schema(spec) for key, spec in specs.items()},
         "additionalProperties": False,
@@ -65,13 +67,14 @@ def section_schema(specs: dict[str, Spec], description: str = "") -> dict:
     return out
 
 
-def training_schema() -> dict:
+def training_schema() -> dict[str, Any]:
     """GRPOConfig keys under TRL's own names: every key some supported TRL has, with the kinds any of its tables
     give it (a recipe means the same on every version; validation says which version a key needs)."""
     tables = list(compat.tables().values())
     properties = {}
     for key in sorted(compat.known_keys() - set(compat.RETIRED) - {"output_dir", "seed"}):
         kinds = sorted({k for t in tables for k in t["fields"].get(key, {}).get("kinds", ())})
+        prop: dict[str, Any]
         if not kinds:  # a key the version rules know by name only (renamed, dropped, applied by grpo_ext)
             prop = {}
         elif key == "scale_rewards":
@@ -92,7 +95,7 @@ def training_schema() -> dict:
     }
 
 
-def reward_schema() -> dict:
+def reward_schema() -> dict[str, Any]:
     entry = section_schema(SCHEMA["reward"], "a reward by name, with its weight, args and error handling")
     by_model = section_schema({k: v for k, v in SCHEMA["reward"].items() if k != "name"}, "a reward model (reward_model)")
     by_model["properties"]["model"] = {
@@ -109,7 +112,7 @@ def reward_schema() -> dict:
     }
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:
     """The whole recipe's JSON Schema."""
     properties = {}
     for key, spec in TOP_LEVEL.items():

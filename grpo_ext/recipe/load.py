@@ -1,7 +1,8 @@
 """``load``: a recipe found, read, overridden and validated, in one call."""
 
+from grpo_ext.recipe.checked import Recipe
 from grpo_ext.recipe.read import apply_overrides, locate, read_yaml
-from grpo_ext.recipe.validate import Recipe, validate
+from grpo_ext.recipe.validate import validate
 
 
 def load(ref: str, overrides: list[str] | None = None) -> Recipe:

@@ -16,8 +16,10 @@ generate call: on a CPU the 64 of the pre-flight of ``recipes/arith-tools.yaml``
 """
 
 import copy
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from grpo_ext.core.text import plural
 from grpo_ext.recipe.checked import Data, Recipe, Training
@@ -49,7 +51,7 @@ class Change:
     before: object
 
 
-def _default(key: str, doc: dict):
+def _default(key: str, doc: dict[str, Any]) -> Any:
     """The value ``key`` has in ``doc`` (a recipe mapping, before validation), its default where the recipe leaves
     it out; KeyError when a section on its path is not a mapping (validation names that)."""
     section, _, name = key.partition(".")
@@ -63,16 +65,16 @@ def _default(key: str, doc: dict):
     return node[name] if name in node else SCHEMA[section][name].default
 
 
-def _smaller(key: str, value, before) -> bool:
+def _smaller(key: str, value: object, before: object) -> bool:
     """Whether ``value`` changes ``before``: a count only when it lowers it (null and -1 mean no bound)."""
     if key not in COUNTS:
         return value != before
     if isinstance(before, bool) or not isinstance(before, int) or before <= 0:
         return True
-    return value < before
+    return isinstance(value, int) and value < before
 
 
-def _section(doc: dict, name: str) -> dict:
+def _section(doc: dict[str, Any], name: str) -> dict[str, Any]:
     return doc[name] if isinstance(doc.get(name), dict) else {}
 
 
@@ -86,7 +88,7 @@ def _given(key: str, typed: list[list[str]]) -> bool:
     return any(t[: len(parts)] == parts or parts[: len(t)] == t for t in typed)
 
 
-def changes(doc: dict, overrides: list[str]) -> tuple[list[Change], list[str]]:
+def changes(doc: dict[str, Any], overrides: list[str]) -> tuple[list[Change], list[str]]:
     """(what --quick changes in ``doc`` with the ``overrides`` typed applied, the quick keys those overrides set)."""
     mine = apply_overrides(doc, overrides)
     typed = _typed(overrides)
@@ -111,7 +113,7 @@ def changes(doc: dict, overrides: list[str]) -> tuple[list[Change], list[str]]:
     return out, kept
 
 
-def _yaml(value) -> str:
+def _yaml(value: object) -> str:
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -126,13 +128,13 @@ def line(changed: list[Change], kept: list[str]) -> str:
     return f"quick: {said}{yours}; an explicit key=value wins; drop --quick for the full run"
 
 
-def with_quick(doc: dict, path: Path | None, overrides: list[str] | tuple = ()) -> Recipe:
+def with_quick(doc: dict[str, Any], path: Path | None, overrides: Sequence[str] = ()) -> Recipe:
     """The recipe ``doc`` validated with --quick's changes under the ``overrides`` typed (theirs win); its first
     note says what --quick changed, and the dry run shows ``--quick`` as where a training key came from."""
-    overrides = list(overrides)
-    changed, kept = changes(doc, overrides)
+    typed = list(overrides)
+    changed, kept = changes(doc, typed)
     quick = [f"{c.key}={_yaml(c.value)}" for c in changed]
-    recipe = validate(apply_overrides(doc, quick + overrides), path)
+    recipe = validate(apply_overrides(doc, quick + typed), path)
     for c in changed:
         section, _, name = c.key.partition(".")
         if section == "training":
@@ -141,7 +143,7 @@ def with_quick(doc: dict, path: Path | None, overrides: list[str] | tuple = ()) 
     return recipe
 
 
-def load(ref: str, overrides: list[str] | tuple = ()) -> Recipe:
+def load(ref: str, overrides: Sequence[str] = ()) -> Recipe:
     """``recipe.load`` with --quick: locate and read the recipe, then ``with_quick``."""
     path = locate(ref)
     return with_quick(read_yaml(path), path, overrides)
@@ -162,7 +164,7 @@ def trained_prompts(training: Training) -> int | None:
     if not isinstance(steps, int) or steps <= 0:
         return None
     value = training.effective
-    per_step = value("per_device_train_batch_size") * value("gradient_accumulation_steps") // value("num_generations")
+    per_step: int = value("per_device_train_batch_size") * value("gradient_accumulation_steps") // value("num_generations")
     return steps * max(per_step, 1)
 
 

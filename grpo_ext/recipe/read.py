@@ -2,8 +2,11 @@
 absolute so that a recorded recipe means the same read from anywhere.
 """
 
+import argparse
 import copy
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -30,7 +33,7 @@ def locate(ref: str) -> Path:
     raise RecipeError(f"no recipe file or shipped recipe named {ref!r}{suggest(ref, shipped)}")
 
 
-def read_yaml(path: Path) -> dict:
+def read_yaml(path: Path) -> dict[str, Any]:
     if path.stat().st_size > MAX_RECIPE_BYTES:
         raise RecipeError(f"recipe file is {path.stat().st_size} bytes; a recipe is at most {MAX_RECIPE_BYTES}", str(path))
     try:
@@ -69,7 +72,7 @@ def parse_override(text: str) -> tuple[list[str], object]:
     return key.split("."), value
 
 
-def _child(node, key):
+def _child(node: object, key: str | int) -> Any:
     """``node[key]`` of a mapping or a list, or None where there is none."""
     if isinstance(node, dict):
         return node.get(key)
@@ -78,7 +81,7 @@ def _child(node, key):
     return None
 
 
-def absolute_path(keys: list, value, base_dir: Path):
+def absolute_path(keys: Sequence[str | int], value: Any, base_dir: Path) -> Any:
     """The value of a recipe key, with a path in it made absolute against ``base_dir``; other values as they are.
 
     The keys that hold paths: data.file, data.eval_file, model.name (a local folder or .gguf file), model.chat_template,
@@ -101,16 +104,15 @@ def absolute_path(keys: list, value, base_dir: Path):
     return value
 
 
-def apply_overrides(doc: dict, overrides: list[str]) -> dict:
+def apply_overrides(doc: dict[str, Any], overrides: list[str]) -> dict[str, Any]:
     """The recipe with each ``key=value`` applied; paths in them are taken from the working directory."""
     doc = copy.deepcopy(doc)
     for text in overrides:
         keys, value = parse_override(text)
         value = absolute_path(keys, value, Path.cwd())  # an override's path is from where it was typed
-        node = doc
-        for depth, key in enumerate(keys[:-1]):
-            if isinstance(node, list):
-                key = int(key) if key.isdigit() else key
+        node: Any = doc
+        for depth, name in enumerate(keys[:-1]):
+            key: str | int = int(name) if isinstance(node, list) and name.isdigit() else name
             nxt = _child(node, key)
             if nxt is None:
                 if not isinstance(node, dict):
@@ -122,16 +124,18 @@ def apply_overrides(doc: dict, overrides: list[str]) -> dict:
             if not isinstance(nxt, (dict, list)):
                 raise RecipeError(f"override {text!r}: {'.'.join(map(str, keys[: depth + 1]))} is {kind_of(nxt)}, not a section")
             node = nxt
-        last = keys[-1]
+        last: str | int = keys[-1]
         if isinstance(node, list):
-            last = int(last) if last.isdigit() else last
+            last = int(keys[-1]) if keys[-1].isdigit() else keys[-1]
             if not isinstance(last, int) or last >= len(node):
                 raise RecipeError(f"override {text!r}: index {last} is out of range (the list has {len(node)} items)")
         node[last] = value
     return doc
 
 
-def add_recipe_arguments(parser, overrides_help: str = "section.key=value overrides, e.g. training.max_steps=5") -> None:
+def add_recipe_arguments(
+    parser: argparse.ArgumentParser, overrides_help: str = "section.key=value overrides, e.g. training.max_steps=5"
+) -> None:
     """A command's RECIPE (a path or a shipped recipe's name, as ``locate`` finds it) and its ``key=value`` overrides,
     as ``train``, ``eval``, ``filter`` and ``plan`` take them; ``overrides_help`` gives the command's own example."""
     parser.add_argument("recipe", help="recipe file, or a shipped recipe's name (see `grpo-ext ls`)")

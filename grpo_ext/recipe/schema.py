@@ -16,7 +16,7 @@ class Spec:
 
     kinds: tuple[str, ...]
     default: object = None
-    choices: tuple | None = None
+    choices: tuple[object, ...] | None = None
     required: bool = False
     minimum: float | None = None
     maximum: float | None = None

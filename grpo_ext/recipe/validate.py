@@ -8,6 +8,7 @@ reports every problem. Only a recipe without a problem is built into its typed s
 
 import copy
 from pathlib import Path
+from typing import Any
 
 from grpo_ext import rewards
 from grpo_ext.core.errors import Loc, Problem, RecipeError, problem, where
@@ -18,10 +19,14 @@ from grpo_ext.data import datafiles, examples, generators, mixture
 from grpo_ext.recipe import agents
 from grpo_ext.recipe.checked import Named, Recipe, Reward, Training, build, guarded_rewards
 from grpo_ext.recipe.schema import MIXTURE_SOURCE, SCHEMA, TOP_LEVEL, Spec
+from grpo_ext.rewards.registry import Resolved
 from grpo_ext.settings import adapters, batch_rules, compat, model_names, output_dir, trackers, variants
 
+Section = dict[str, Any]  # a section as the recipe file holds it: the keys that passed their own check so far
+Columns = dict[str, tuple[list[str] | None, str]]  # stage -> (its rows' columns, None where only loading tells; the rows)
 
-def _nul_places(value, loc: Loc) -> list[Loc]:
+
+def _nul_places(value: object, loc: Loc) -> list[Loc]:
     """Where a key or a text of the recipe holds a NUL character, as ``data.system_prompt`` or ``rewards[1]``."""
     if isinstance(value, str):
         return [loc or ("the recipe",)] if "\0" in value else []
@@ -36,7 +41,7 @@ def _nul_places(value, loc: Loc) -> list[Loc]:
     return []
 
 
-def _check_section(section: dict, schema: dict[str, Spec], loc: Loc, problems: list[Problem]) -> dict:
+def _check_section(section: Section, schema: dict[str, Spec], loc: Loc, problems: list[Problem]) -> Section:
     """Fill defaults and check kinds, choices and minimums; unknown keys get a suggestion."""
     out = {}
     for key, value in section.items():
@@ -68,7 +73,7 @@ def _check_section(section: dict, schema: dict[str, Spec], loc: Loc, problems: l
     return out
 
 
-def _check_prompts(value, loc: Loc, problems: list[Problem], mappings: bool = False) -> None:
+def _check_prompts(value: list[Any] | None, loc: Loc, problems: list[Problem], mappings: bool = False) -> None:
     """Prompts are non-empty strings; eval prompts may also be mappings with a ``prompt`` and reward columns."""
     if value is None:
         return
@@ -90,7 +95,7 @@ def _check_prompts(value, loc: Loc, problems: list[Problem], mappings: bool = Fa
             problems.append(Problem((*loc, i), f"each prompt is {form}, got {kind_of(p)} {shown(p, 40)}"))
 
 
-def _model_reward(entry: dict, loc: Loc, base_dir: Path, problems: list[Problem]) -> dict:
+def _model_reward(entry: Section, loc: Loc, base_dir: Path, problems: list[Problem]) -> Section:
     """``{model: PATH_OR_ID, ...}``, the shorthand for the reward_model reward: ``{name: reward_model, args: {model:
     ...}}``, a path read from the recipe's folder as everywhere in a recipe."""
     entry = dict(entry)
@@ -105,7 +110,7 @@ def _model_reward(entry: dict, loc: Loc, base_dir: Path, problems: list[Problem]
     return {**entry, "name": "reward_model", "args": {"model": named, **args}}
 
 
-def _check_rewards(value: list, base_dir: Path, problems: list[Problem], environment: bool = False) -> list[dict]:
+def _check_rewards(value: list[Any], base_dir: Path, problems: list[Problem], environment: bool = False) -> list[Section]:
     out = []
     if not value and not environment:  # an environment's get_reward may be the whole reward (checked once it is found)
         problems.append(Problem(("rewards",), "is empty; name at least one reward (see `grpo-ext rewards`)"))
@@ -122,7 +127,7 @@ def _check_rewards(value: list, base_dir: Path, problems: list[Problem], environ
     return out
 
 
-def _check_pass_at(ev: dict, problems: list[Problem]) -> None:
+def _check_pass_at(ev: Section, problems: list[Problem]) -> None:
     """eval.pass_at: whole numbers from 1 to eval.samples (pass@k needs k of the samples); null means 1 and samples."""
     ks, samples = ev.get("pass_at"), ev.get("samples")
     if ks is None or not isinstance(samples, int):
@@ -145,12 +150,12 @@ COLUMN_KEYS = ("prompt_column", "hub_split", "source_args")  # what the rules on
 DATA: Loc = ("data",)
 
 
-def _holds_out(d: dict) -> bool:
+def _holds_out(d: Section) -> bool:
     return datafiles.holds_out(d.get("eval_fraction"), d.get("eval_size"), d.get("eval_file"), d.get("eval_split"))
 
 
 def _check_sources(
-    d: dict, given: dict, eval_enabled: bool, base_dir: Path, needs_eval: bool = True, environment: bool = False
+    d: Section, given: Section, eval_enabled: bool, base_dir: Path, needs_eval: bool = True, environment: bool = False
 ) -> list[Problem]:
     """Exactly one source of training rows and at most one of eval rows, each usable; with ``needs_eval`` (not a
     mixture's source, whose eval rows may come from the whole mixture's or another source's), eval rows too. With an
@@ -244,7 +249,7 @@ def _prompts_per_step(training: Training) -> tuple[int, int, int] | None:
     return completions // group, completions, group
 
 
-def _check_hold_out(d: dict, training: Training, base_dir: Path) -> list[Problem]:
+def _check_hold_out(d: Section, training: Training, base_dir: Path) -> list[Problem]:
     """Rows held out of data.file must leave at least one generation batch of prompts to train on (a hub dataset's
     rows are counted when it loads)."""
     batch = _prompts_per_step(training)
@@ -273,15 +278,15 @@ def _check_hold_out(d: dict, training: Training, base_dir: Path) -> list[Problem
 
 
 def _check_data(
-    d: dict,
-    given: dict,
+    d: Section,
+    given: Section,
     eval_enabled: bool,
     base_dir: Path,
     problems: list[Problem],
     needs_eval: bool = True,
     environment: bool = False,
     at: Loc = DATA,
-) -> dict[str, tuple]:
+) -> Columns:
     """The data section's sources (see _check_sources), then the columns each source's rows reach the rewards
     with: {"training": (columns, "the training rows (source named)"), "eval": (...)}; columns are None where only
     loading tells (hub). A mixture's sources are each checked so (_check_mixture), their rows named by the source's
@@ -337,11 +342,11 @@ def _check_data(
     return {"training": (train, f"the training rows ({rows})"), "eval": (evaluation, f"the eval rows ({eval_rows})")}
 
 
-def _held(d: dict) -> tuple[str, str] | None:
+def _held(d: Section) -> tuple[str, str] | None:
     return mixture.held(d.get("eval_prompts"), d.get("eval_file"))
 
 
-def _check_mixture(d: dict, given: dict, eval_enabled: bool, base_dir: Path, problems: list[Problem]) -> dict[str, tuple]:
+def _check_mixture(d: Section, given: Section, eval_enabled: bool, base_dir: Path, problems: list[Problem]) -> Columns:
     """data.mixture: nothing of one source beside it; each source checked as a data: section of its own, its
     problems moved to data.mixture[i]; the mixture's own keys (data.mixture.check). Returns each source's columns
     as _check_data does for one source, with the ``source`` column the mixture adds; ``d["mixture"]`` is left
@@ -354,7 +359,7 @@ def _check_mixture(d: dict, given: dict, eval_enabled: bool, base_dir: Path, pro
     columns = _check_held(d, eval_enabled, base_dir, found)
     if not d["mixture"]:
         found.append(Problem(("data", "mixture"), "is empty; give at least one source, e.g. [{file: train.jsonl, weight: 1}]"))
-    sources = []
+    sources: list[Section] = []
     for i, entry in enumerate(d["mixture"]):
         loc = ("data", "mixture", i)
         if not isinstance(entry, dict):
@@ -404,11 +409,11 @@ def _check_mixture(d: dict, given: dict, eval_enabled: bool, base_dir: Path, pro
     return {} if found else columns
 
 
-def _held_key(d: dict) -> Loc:
+def _held_key(d: Section) -> Loc:
     return ("data", "eval_prompts") if d.get("eval_prompts") is not None else ("data", "eval_file")
 
 
-def _check_held(d: dict, eval_enabled: bool, base_dir: Path, found: list[Problem]) -> dict[str, tuple]:
+def _check_held(d: Section, eval_enabled: bool, base_dir: Path, found: list[Problem]) -> Columns:
     """The held-out set of a whole mixture (data.eval_prompts or data.eval_file beside data.mixture, eval_size the
     first rows of the file): one of them, usable, without a ``source`` column (the mixture fills it with the set's
     name). Returns the columns its rows reach the rewards with, as _check_data does."""
@@ -462,14 +467,14 @@ def _check_held(d: dict, eval_enabled: bool, base_dir: Path, found: list[Problem
     return {"eval whole": ([*cols, mixture.COLUMN], f"the eval rows ({held[1]})")} if eval_enabled else {}
 
 
-def _renamed_columns(cols: list[str], d: dict) -> list[str]:
+def _renamed_columns(cols: list[str], d: Section) -> list[str]:
     """The columns rows reach the rewards with: the prompt column is renamed ``prompt``; a template keeps all."""
     if d.get("prompt_template") or d["prompt_column"] not in cols:
         return [*cols, "prompt"]
     return [c for c in cols if c != d["prompt_column"]] + ["prompt"]
 
 
-def _build_rewards(entries: list[dict], base_dir: Path, problems: list[Problem]) -> list:
+def _build_rewards(entries: list[Section], base_dir: Path, problems: list[Problem]) -> list[Resolved]:
     """Each reward found by its name and its args checked against the signature (rewards.registry.resolve): the
     registry's rewards are built, a user's factory is not called (Recipe.build_rewards calls it)."""
     resolved = []
@@ -487,7 +492,7 @@ def _build_rewards(entries: list[dict], base_dir: Path, problems: list[Problem])
 SECTIONS = tuple(name for name in SCHEMA if name in TOP_LEVEL)
 
 
-def validate(doc: dict, path: Path | None = None) -> Recipe:
+def validate(doc: Section, path: Path | None = None) -> Recipe:
     """Check a recipe mapping; return a Recipe or raise RecipeError listing every problem.
 
     Every rule a run depends on is here, so ``grpo-ext validate``, ``--dry-run`` and training accept
@@ -503,7 +508,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     base_dir = path.parent if path else Path.cwd()
     top = _check_section(doc, TOP_LEVEL, (), problems)
 
-    def section(name: str) -> dict | None:  # a section that failed its own check (or is missing) is skipped below
+    def section(name: str) -> Section | None:  # a section that failed its own check (or is missing) is skipped below
         return _check_section(top[name], SCHEMA[name], (name,), problems) if name in top else None
 
     sections = {name: section(name) for name in SECTIONS}
@@ -515,7 +520,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     environment_given = doc.get("environment") is not None
     entries = _check_rewards(top["rewards"], base_dir, problems, environment_given) if "rewards" in top else []
     settings = dict(top["training"]) if "training" in top else None
-    columns = {}
+    columns: Columns = {}
     origins: dict[str, str] = {}
     if settings is not None and top.get("algorithm") is not None:
         settings, origins, preset_problems = variants.expand(top["algorithm"], settings)
@@ -539,7 +544,7 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         problems.extend(map(problem, trackers.check_report_to(settings)))
         problems.extend(map(problem, adapters.check(model or {}, settings)))
         problems.extend(map(problem, batch_rules.check_explore(explore or {}, training.effective)))
-        if columns and (evaluation or {}).get("enabled"):  # the data section passed its own checks; rows are held out with eval
+        if columns and data is not None and (evaluation or {}).get("enabled"):  # data passed its checks; eval holds rows out
             problems.extend(_check_hold_out(data, training, base_dir))
         if owned and not _positive(training.effective("max_steps")):  # TRL's rule when it is given no dataset
             problems.append(
@@ -567,18 +572,19 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
     built = guarded_rewards(entries, resolved, columns, problems, build=False)
     if problems:
         raise RecipeError(problems, source)
+    checked = {name: value for name, value in sections.items() if value is not None}  # each one, as none was refused
     names = [f.__name__ if f is not None else f"{r.name}({_call_args(r.args)})" for r, f in zip(resolved, built, strict=True)]
     return Recipe(
-        model=build("model", model),
-        data=build("data", data),
+        model=build("model", checked["model"]),
+        data=build("data", checked["data"]),
         rewards=[Reward(**entry) for entry in entries],
-        training=Training(settings),
+        training=Training(settings or {}),
         algorithm=top.get("algorithm"),
-        eval=build("eval", evaluation),
-        health=build("health", sections["health"]),
-        explore=build("explore", explore),
-        logging=build("logging", sections["logging"]),
-        groups=build("groups", groups),
+        eval=build("eval", checked["eval"]),
+        health=build("health", checked["health"]),
+        explore=build("explore", checked["explore"]),
+        logging=build("logging", checked["logging"]),
+        groups=build("groups", checked["groups"]),
         tools=[Named.of(entry) for entry in top.get("tools") or []],
         environment=Named.of(top["environment"]) if top.get("environment") else None,
         output_dir=top["output_dir"],
@@ -594,20 +600,20 @@ def validate(doc: dict, path: Path | None = None) -> Recipe:
         reward_names=names,
         tool_functions=tools,
         environment_class=environment,
-        _funcs=None if None in built else built,
+        _funcs=None if None in built else [f for f in built if f is not None],
     )
 
 
-def _positive(value) -> bool:
+def _positive(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value > 0
 
 
-def _all_examples(d: dict) -> list:
+def _all_examples(d: Section) -> list[Any]:
     """The worked examples of the data section and of each mixture source."""
     own = [d.get("examples") or []] + [(e.get("examples") or []) for e in d.get("mixture") or [] if isinstance(e, dict)]
     return [message for turns in own for message in turns]
 
 
-def _call_args(args: dict) -> str:
+def _call_args(args: Section) -> str:
     """``n=3, column='answer'``: a factory's arguments as a call shows them."""
     return ", ".join(f"{key}={value!r}" for key, value in args.items())

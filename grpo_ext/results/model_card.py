@@ -90,7 +90,7 @@ def base_model(recipe: dict, run_dir: Path) -> tuple[str | None, str | None, str
 
 
 def _front_matter(base: str | None, license_id: str | None, adapter: bool) -> list[str]:
-    meta = {"base_model": base, "library_name": "peft" if adapter else "transformers", "license": license_id}
+    meta: dict[str, object] = {"base_model": base, "library_name": "peft" if adapter else "transformers", "license": license_id}
     meta |= {"pipeline_tag": "text-generation", "tags": TAGS}
     body = yaml.safe_dump({k: v for k, v in meta.items() if v is not None}, sort_keys=False, allow_unicode=True)
     return ["---", *body.splitlines(), "---"]

@@ -157,7 +157,7 @@ def verdicts(
         )
     spreads = {name: s["std"] for name, s in stats.items() if s["std"]}
     if len(spreads) > 1 and max(spreads.values()) >= limits.scale_ratio * min(spreads.values()):
-        big, small = max(spreads, key=spreads.get), min(spreads, key=spreads.get)
+        big, small = max(spreads, key=spreads.__getitem__), min(spreads, key=spreads.__getitem__)
         say(
             "preflight_scales",
             f"rewards on very different scales: {big} spreads {spreads[big]:.3g}, {small} {spreads[small]:.3g}",

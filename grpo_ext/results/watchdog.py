@@ -17,7 +17,9 @@ import dataclasses
 import math
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any, TypeGuard
 
 from grpo_ext.core.errors import RunError
 from grpo_ext.core.text import fmt, plural
@@ -25,14 +27,17 @@ from grpo_ext.recipe import SCHEMA, Health
 from grpo_ext.results.plots import reward_function_keys
 from grpo_ext.settings import compat
 
-DEFAULTS = Health(**{key: spec.default for key, spec in SCHEMA["health"].items()})  # a health: section left out
+_DEFAULT_VALUES: dict[str, Any] = {key: spec.default for key, spec in SCHEMA["health"].items()}
+DEFAULTS = Health(**_DEFAULT_VALUES)  # a health: section left out
 LIMITS = {key: spec.default for key, spec in SCHEMA["health"].items() if isinstance(spec.default, (int, float))}
 
 
 def limits_of(recorded: dict) -> Health:
     """A run's recorded ``health:`` section as the watchdog reads it: its numbers (of the keys in ``LIMITS``), the
     defaults for the rest; a hand-edited run's words are left out."""
-    numbers = {k: v for k, v in recorded.items() if k in LIMITS and isinstance(v, (int, float)) and not isinstance(v, bool)}
+    numbers: dict[str, Any] = {
+        k: v for k, v in recorded.items() if k in LIMITS and isinstance(v, (int, float)) and not isinstance(v, bool)
+    }
     return dataclasses.replace(DEFAULTS, **numbers)
 
 
@@ -71,8 +76,13 @@ def _num(record: dict, key: str) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
 
 
-def _finite(values: list) -> bool:
+def _finite(values: Sequence[float | None]) -> TypeGuard[list[float]]:
     return all(v is not None and math.isfinite(v) for v in values)
+
+
+def _given(values: Sequence[float | None]) -> TypeGuard[list[float]]:
+    """Whether every step of a window logged the metric (``None in values`` never is)."""
+    return None not in values
 
 
 def _entropy_bonus() -> str:
@@ -230,7 +240,7 @@ class Watchdog:
         k = self.limits.no_signal_steps
         window = self._last(k)
         shares = [_zero_spread(r) for r in window or []]
-        if not window or None in shares:
+        if not window or not _given(shares):
             return None
         share = self.limits.zero_std_share
         # A solved step among flat ones does not clear the run: a policy that plays one fixed game wins every game of
@@ -474,7 +484,7 @@ class Watchdog:
         window = self._last(n)
         failing = [_num(r, "tools/failure_frequency") for r in window or []]
         called = [_num(r, "tools/call_frequency") or 0 for r in window or []]
-        if not window or None in failing or not any(called):
+        if not window or not _given(failing) or not any(called):
             return None
         share = statistics.fmean(f for f, c in zip(failing, called, strict=True) if c)
         if share < self.limits.tool_failure_share:
@@ -493,7 +503,7 @@ class Watchdog:
         shares = [_num(r, "tools/dropped_frequency") for r in window]
         counts = [_num(r, "tools/dropped_results") or 0 for r in window]
         called = [_num(r, "tools/call_frequency") or 0 for r in window]
-        if None in shares or not any(counts):
+        if not _given(shares) or not any(counts):
             return None
         share = statistics.fmean([f for f, c in zip(shares, called, strict=True) if c] or shares)
         if share < self.limits.tool_failure_share:
@@ -578,7 +588,7 @@ def verdict(findings: list[Finding], preflight: dict | None = None, seconds: flo
     seconds the live watchdog took (``watchdog_seconds``, when it ran)."""
     warnings = [f for f in findings if f.severity == "warning"]
     warnings += [f for f in (preflight or {}).get("findings", []) if f["severity"] == "warning"]
-    out = {"status": "unhealthy" if warnings else "healthy", "findings": [f.to_dict() for f in findings]}
+    out: dict[str, Any] = {"status": "unhealthy" if warnings else "healthy", "findings": [f.to_dict() for f in findings]}
     if seconds is not None:
         out["watchdog_seconds"] = round(seconds, 6)
     return ({"preflight": preflight} if preflight else {}) | out

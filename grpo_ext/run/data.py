@@ -19,6 +19,7 @@ Files stay in Arrow (``datasets``, memory-mapped), so a large file is not held t
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, cast
 
 from grpo_ext.core.errors import Loc, Problem, RecipeError, RunError, problem, where
 from grpo_ext.core.files import resolve_path
@@ -134,7 +135,7 @@ def _hub(d: Data, split: str):
 class Rows:
     """A run's rows before formatting: training rows (a datasets.Dataset), eval rows, and what was done to them."""
 
-    train: object
+    train: Any  # a datasets.Dataset; a mixture's rows stay a list of dicts until they are formatted
     eval: list[dict]
     notes: list[str]
 
@@ -242,7 +243,8 @@ def _mixture(d: Data, base_dir: Path, seed: int, reward_funcs: list, eval_enable
             )
     available: list[int | None] = [len(part.train) for part in parts]
     counts = mixture.plan([s.weight for s in sources], [s.rows for s in sources], available, d.size)
-    picks = mixture.draw(names, counts, available, seed)
+    counted = cast(list[int], counts)  # each source's rows are counted, so the plan gives each a number
+    picks = mixture.draw(names, counted, cast(list[int], available), seed)
     if not picks:
         raise RecipeError(Problem(("data", "mixture"), "the weights give no training rows; raise data.size or give sources rows"))
     taken = {}
@@ -256,7 +258,7 @@ def _mixture(d: Data, base_dir: Path, seed: int, reward_funcs: list, eval_enable
         held = [{**row, mixture.COLUMN: whole[0]} for row in _eval(d, base_dir, reward_funcs)]
         shown = (whole[1], len(held))
     held += [{**row, mixture.COLUMN: name} for name, part in zip(names, parts, strict=True) for row in part.eval]
-    evals = [len(part.eval) for part in parts] if eval_enabled else None
+    evals: list[int | None] | None = [len(part.eval) for part in parts] if eval_enabled else None
     line = mixture.describe(names, counts, evals, whole=shown)
     notes = [
         f"data: {line}",
@@ -412,7 +414,7 @@ def prompt_tokens(prompts, tokenizer, tools: list | None = None) -> list[int]:
 def _lengths(train, tokenizer, tools: list | None) -> list[int]:
     """Token counts of the training prompts; a prompt past MAX_PROMPT_CHARS (a hub row: a file's rows were checked
     when read) is refused before the tokenizer sees it."""
-    out = []
+    out: list[int] = []
     for batch in train.iter(batch_size=512):
         for i, prompt in enumerate(batch["prompt"]):
             too_long = datafiles.oversized(prompt)
@@ -456,7 +458,7 @@ def fit_prompts(
     context: int | None = None,
     completion: int = 0,
     tools: list | None = None,
-) -> tuple[object, list[dict], int, list[str]]:
+) -> tuple[Any, list[dict], int, list[str]]:
     """Apply ``max_prompt_length`` the same way on every TRL: drop the rows whose formatted prompt (with the
     ``tools`` shown) is longer than ``limit`` tokens (a prompt is never cut), then refuse a kept prompt that, with
     ``completion`` tokens, exceeds the model's ``context``. Returns (train, eval rows, the longest kept prompt,

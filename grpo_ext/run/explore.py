@@ -66,9 +66,10 @@ def switch(trainer, on: bool, boost: tuple[int, float]) -> None:
 def callback(explore: Explore, trainer, log):
     """A TrainerCallback that boosts the first ``steps`` steps' sampling and then switches the boost off
     (a resumed run past them samples without it); None when the recipe has no end boost."""
-    boost, steps = _boost(explore), explore.steps
-    if boost is None:
+    found, steps = _boost(explore), explore.steps
+    if found is None:
         return None
+    boost = found
     from transformers import TrainerCallback
 
     class _EndBoost(TrainerCallback):

@@ -105,6 +105,7 @@ class Behaviour(Protocol):
         """After TRL scored a generation batch, in training and in eval sampling, and for each batch of
         ``Step.generate``: ``completions`` and ``completion_ids`` are this process's, ``scores`` every process's rows
         (a tensor, rows x reward functions, NaN for a None score)."""
+        return None  # a hook a behaviour need not override: a protocol method with no body would be abstract
 
     def on_batch(self, step: Step, batch: dict) -> dict:
         """The generation batch TRL built (scored, advantages computed), in training and in eval sampling: returns

@@ -8,10 +8,11 @@ process count.
 """
 
 from collections.abc import Callable
+from typing import Any
 
 from grpo_ext.settings import limits
 
-Value = Callable[[str], object]
+Value = Callable[[str], Any]  # a training key -> its effective value, of whichever kind GRPOConfig gives it
 
 # Keys that must be integers of at least 1 when set (None means "derive it").
 POSITIVE_INTS = [

@@ -17,6 +17,7 @@ import json
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RecipeError, RunError
@@ -100,7 +101,7 @@ def score_loaded(recipe: Recipe, model, tokenizer, s: sampling.Settings, log, la
 def compare(recipe: Recipe, refs: list[str], log) -> dict:
     """Evaluate each model in turn; the result keeps every model's scores under its ``--model`` label."""
     s = sampling.settings(recipe, bf16=hardware.uses_bf16(recipe))  # the run's arithmetic
-    result = {
+    result: dict[str, Any] = {
         "recipe": str(recipe.path),
         "samples": s.samples,
         "temperature": s.temperature,

@@ -30,6 +30,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import Problem, RecipeError
@@ -260,7 +261,7 @@ def histogram(rates: list[float | None], kept: list[bool], k: int) -> list[dict]
         labels = [f"{j}/{k}" for j in range(k + 1)]
     else:
         labels = ["0"] + [f"({j / 10:g}, {(j + 1) / 10:g}{')' if j == 9 else ']'}" for j in range(10)] + ["1"]
-    bars = [{"label": label, "rows": 0, "kept": 0} for label in labels]
+    bars: list[dict[str, Any]] = [{"label": label, "rows": 0, "kept": 0} for label in labels]
     for rate, keep in zip(rates, kept, strict=True):
         if rate is not None:
             bars[_bar_of(rate, k)]["rows"] += 1

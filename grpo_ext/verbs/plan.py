@@ -98,7 +98,7 @@ def plan(
     share = f", {gpus} processes ({launch.label()})" if gpus > 1 or sharding != "ddp" else ""
     print(f"plan: {recipe.path} {where}, per process{share}")
     if budget is not None:
-        print(f"  --gpu-memory {gpu_memory.strip()}: {read_as} = {memory.fmt_bytes(budget)}")
+        print(f"  --gpu-memory {(gpu_memory or '').strip()}: {read_as} = {memory.fmt_bytes(budget)}")
     if isinstance(where_cfg, dict):
         name = recipe.model.name
         hub_id = shapes.find(name) or shapes.find(catalog.MODELS[name]["hub"])
@@ -136,7 +136,7 @@ def plan(
             f"does not fit in {memory.fmt_bytes(budget)} (over by {memory.fmt_bytes(peak - budget)}); "
             "each change below, alone, would give:"
         )
-    doc = apply_overrides(read_yaml(locate(ref)), overrides)
+    doc = apply_overrides(read_yaml(locate(ref)), list(overrides))
     options = alternatives(recipe, device, shape.params)
     if vllm and vllm[0] is not None:
         options.insert(0, [f"training.vllm_gpu_memory_utilization={vllm[0]}"])

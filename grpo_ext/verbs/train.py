@@ -15,8 +15,10 @@ final weights, report).
 import errno
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -46,6 +48,7 @@ from grpo_ext.run import (
     tic_grpo,
     trainer,
 )
+from grpo_ext.run.trl_internals import Behaviour
 from grpo_ext.settings import adapters, advice, compat, model_names, variants
 from grpo_ext.verbs.validate import check_data  # the rows validate reads, read before a run
 
@@ -82,8 +85,8 @@ def train(
         for reward in recipe.reward_funcs:  # a reward that is a service (a judge) answers once before the model loads
             if reward.info.preflight is not None:
                 reward.info.preflight()
-        resume = True if resume else (False if overwrite else recipe.resume)  # --resume, or the recipe's resume
-        prepared = launch.on_main_first(lambda: _prepare(recipe, overwrite, resume, accept_changes))
+        resuming = True if resume else (False if overwrite else recipe.resume)  # --resume, or the recipe's resume
+        prepared = launch.on_main_first(lambda: _prepare(recipe, overwrite, resuming, accept_changes))
         summary = run(recipe, prepared, verbose, callbacks)
         completed = True
         return summary
@@ -104,7 +107,7 @@ def behaviours(recipe: Recipe) -> list:
     """The GRPO behaviours TRL lacks that the recipe asks for, each a ``Behaviour`` the trainer calls at its hooks
     (``run/trl_internals.py``), in the order it calls them."""
     groups = recipe.groups
-    found = []
+    found: list[Behaviour] = []
     if groups.skip_zero_advantage:
         found.append(skipping.SkipZeroAdvantage())
     if groups.dynamic_sampling:
@@ -282,17 +285,17 @@ class Run:
 
     recipe: Recipe
     prepared: rundir.Prepared
-    grpo: object  # the GRPOTrainer
-    tokenizer: object
+    grpo: Any  # the GRPOTrainer (TRL is imported when the run starts)
+    tokenizer: Any
     chat: bool
     eval_rows: list[dict]
     eval_settings: sampling.Settings
-    metrics: object  # the progress.MetricsLog callback
-    summary: dict
+    metrics: Any  # the progress.MetricsLog callback
+    summary: dict[str, Any]
     is_main: bool
-    log: object
+    log: Callable[[str], None]
+    watchdog: watchdog.Watchdog
     started: float | None = None  # when the training loop began (time.monotonic)
-    watchdog: "watchdog.Watchdog | None" = None
 
     @property
     def dir(self) -> Path:
@@ -367,8 +370,8 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     chat, train_set, eval_rows = _datasets(recipe, rows, tokenizer, args, log, data.context_of(model.config))
     cap = quick.eval_prompts(recipe)
     if recipe.eval.enabled and cap is not None and len(eval_rows) > cap:
-        why = quick.why("eval.max_prompts", recipe.eval.max_prompts, recipe.training)
-        log(f"eval: the first {cap} of {len(eval_rows)} eval prompts ({why})")
+        source = quick.why("eval.max_prompts", recipe.eval.max_prompts, recipe.training)
+        log(f"eval: the first {cap} of {len(eval_rows)} eval prompts ({source})")
         eval_rows = eval_rows[:cap]
     dog = watchdog.Watchdog(recipe.health, watchdog.pass_marks(recipe.reward_funcs), recipe.eval.pass_threshold)
     watch = dog.hook(log, stop=recipe.health.on_problem == "stop")
@@ -376,7 +379,8 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         prepared.path / "metrics.jsonl", is_main, log, watch=watch, trained_before=_trained_before(prepared)
     )
     own = [guard.reward_meter(recipe.reward_funcs), metrics, rundir.marker_callback(is_main, keep)]
-    own.append(completions.writer(recipe.logging, prepared.path, log, lambda: grpo))  # reads the trainer built below
+    grpo: Any  # the trainer, built below: the completions writer reads it once the run starts
+    own.append(completions.writer(recipe.logging, prepared.path, log, lambda: grpo))
     grpo = trainer.make_trainer(
         model=model,
         reward_funcs=recipe.reward_funcs,
@@ -409,7 +413,7 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     boost = explore.callback(recipe.explore, grpo, log)
     if boost is not None:
         grpo.add_callback(boost)
-        log(explore.describe(recipe.explore, args.max_steps))
+        log(explore.describe(recipe.explore, args.max_steps) or "")
     summary = report.new_summary(str(recipe.path), described, processes.num_processes)
     summary["run_id"] = prepared.run_id  # the marker's: summary.json shows the folder is this run's
     summary["changes"] = (prepared.previous or {}).get("changes") or []
@@ -479,8 +483,8 @@ def check_rewards(r: Run) -> None:
     if agent is not None:
         group = training.effective("num_generations")
         scaled = quick.preflight_prompts(r.recipe) < quick.PREFLIGHT_PROMPTS and cfg.preflight_prompts is None
-        scaled = f" ({quick.why('health.preflight_prompts', cfg.preflight_prompts, r.recipe.training)})" if scaled else ""
-        r.log(f"pre-flight: playing {plural(len(rows), 'prompt')} x {group} conversations with the tool loop{scaled}")
+        why = f" ({quick.why('health.preflight_prompts', cfg.preflight_prompts, r.recipe.training)})" if scaled else ""
+        r.log(f"pre-flight: playing {plural(len(rows), 'prompt')} x {group} conversations with the tool loop{why}")
         stats, findings, seconds = preflight.sample_conversations(
             agent, rows, r.recipe.weights, training, r.eval_settings, limits=cfg
         )
@@ -626,7 +630,7 @@ def _failure(run_dir: Path, exc: BaseException, unrecorded: OSError | None = Non
         tail = "; summary.json and report.md were not updated" + ("" if unrecorded is disk else f" ({os_problem(unrecorded)})")
     if disk is None:
         return RunError(f"training failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}{tail}")
-    name = errno.errorcode.get(disk.errno, "")
+    name = errno.errorcode.get(disk.errno or 0, "")
     full = disk.errno in _DISK
     what, fix = ("the disk is full", "free space on it") if full else ("a file could not be written", "fix its permissions")
     at = disk.filename if disk.filename and disk is not unrecorded else run_dir

@@ -28,6 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from seeds import seed_list  # noqa: E402  (benchmarks/seeds.py, beside this file)
 
+from grpo_ext.recipe import checked  # noqa: E402
 from grpo_ext.results import watchdog  # noqa: E402
 from grpo_ext.run import rundir  # noqa: E402
 
@@ -53,7 +54,7 @@ def doctor(run: Path) -> tuple[int, list[str]]:
     return proc.returncode, [line for line in proc.stdout.splitlines() if line.startswith("health: warning at step")]
 
 
-def watchdog_cost(records: list[dict], limits: dict) -> float:
+def watchdog_cost(records: list[dict], limits: checked.Health) -> float:
     """Seconds per step the watchdog spends, replaying the run's records 20 times."""
     t0 = time.perf_counter()
     for _ in range(20):
@@ -89,7 +90,7 @@ def main() -> None:
         said = printed(run)
         records = rundir.read_metrics(run / "metrics.jsonl")
         step_s = statistics.median(r["step_time"] for r in records if isinstance(r.get("step_time"), float))
-        limits = (yaml.safe_load((run / "recipe.yaml").read_text(encoding="utf-8")) or {}).get("health") or {}
+        limits = checked.build("health", yaml.safe_load((run / "recipe.yaml").read_text(encoding="utf-8"))["health"])
         row = {
             "seed": seed,
             "rate": rate,

@@ -47,7 +47,7 @@ def main() -> int:
         overrides += ["model.dtype=bfloat16", "training.bf16=true"]
     try:
         recipe = grpo_ext.load_recipe(args.recipe, overrides)
-        folder = memory.config_source(recipe["model"], recipe.base_dir)
+        folder = memory.config_source(recipe.model, recipe.base_dir)
         rows = memory.estimate(recipe, memory.model_shape(folder), memory.longest_prompt_tokens(recipe, folder), args.device)
         estimate = memory.total(rows)
         grpo_ext.train(recipe)

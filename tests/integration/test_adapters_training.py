@@ -19,7 +19,7 @@ def test_lora_recipe_validates_without_torch(digit_doc, write_recipe):
     file = write_recipe(mutate(mutate(digit_doc, "model.lora", {"r": 8, "lora_alpha": 16}), "model.quantization", "4bit"))
     code = (
         "import sys; from grpo_ext import recipe; r = recipe.load(sys.argv[1]); "
-        "assert not {'torch', 'peft', 'bitsandbytes'} & set(sys.modules), 'heavy import'; print(r['model']['lora']['r'])"
+        "assert not {'torch', 'peft', 'bitsandbytes'} & set(sys.modules), 'heavy import'; print(r.model.lora['r'])"
     )
     proc = subprocess.run([sys.executable, "-c", code, str(file)], capture_output=True, text=True, cwd=ROOT)
     assert proc.returncode == 0 and proc.stdout.strip() == "8", proc.stderr

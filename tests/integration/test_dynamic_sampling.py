@@ -87,7 +87,7 @@ def test_dapo_turns_it_on(algorithm, groups, expected, digit_doc):
     if algorithm:
         digit_doc["algorithm"] = algorithm
     digit_doc["groups"] = groups
-    assert validate(digit_doc)["groups"]["dynamic_sampling"] is expected
+    assert validate(digit_doc).groups.dynamic_sampling is expected
 
 
 def test_zero_extra_rounds_is_refused(digit_doc):

@@ -11,7 +11,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-import yaml
 
 from grpo_ext import cli
 from tests.helpers import ROOT, run_cli, tiny_doc, write
@@ -349,9 +348,10 @@ def test_defect_8_eval_of_a_lora_run_repeats_its_eval_after(tiny_model, digit_do
     # the model grpo-ext eval scores is the run's as it trained: the base with the adapter on top, not merged into it
     from peft import PeftModel
 
+    from grpo_ext import recipe as recipe_mod
     from grpo_ext.verbs.evaluate import load_model
 
-    model, _, _ = load_model(str(run), yaml.safe_load((run / "recipe.yaml").read_text())["model"], log=lambda _m: None)
+    model, _, _ = load_model(str(run), recipe_mod.load(run / "recipe.yaml").model, log=lambda _m: None)
     assert isinstance(model, PeftModel)
 
 

@@ -65,7 +65,7 @@ def test_three_sources_train_two_steps_with_their_shares(tmp_path, digit_doc, ti
     assert "data: 43 training prompts, 6 eval prompts, chat messages" in log
     assert "eval before by source: pass rate sums.jsonl math_accuracy " in log
 
-    rows = data.load(recipe.load(str(path))["data"], tmp_path, 0, [])  # what the run drew, drawn again by its seed
+    rows = data.load(recipe.load(str(path)).data, tmp_path, 0, [])  # what the run drew, drawn again by its seed
     assert Counter(r["source"] for r in rows.train) == {"sums.jsonl": 17, "products.csv": 13, "arith": 13}
     assert Counter(r["source"] for r in rows.eval) == {"sums.jsonl": 2, "products.csv": 2, "arith": 2}
     assert not {r["prompt"] for r in rows.train} & {r["prompt"] for r in rows.eval}  # held out: never trained on
@@ -94,7 +94,7 @@ def test_the_sources_prompts_end_in_one_form(tmp_path):
             {"file": "text.jsonl", "eval_size": 1, "rows": 4, "system_prompt": "Digits only."},
         ],
     }
-    d = recipe.validate({**minimal_recipe(), "data": section}, tmp_path / "r.yaml")["data"]
+    d = recipe.validate({**minimal_recipe(), "data": section}, tmp_path / "r.yaml").data
     rows = data.load(d, tmp_path, 0, [])
     train = data.formatted_set(rows.train, d, chat=True)
     systems = {"chat.jsonl": "Be brief.", "text.jsonl": "Digits only."}
@@ -188,7 +188,7 @@ def test_held_out_rows_of_the_whole_mixture_and_of_its_sources(section, sources,
     """The eval rows a run scores: the whole mixture's set, named by its key or file in the source column and formatted
     with the mixture's system prompt, and each source's own, formatted with its own; never a training row."""
     write_two(tmp_path)
-    d = recipe.validate({**minimal_recipe(), "data": {"system_prompt": "Be brief.", **section}}, tmp_path / "r.yaml")["data"]
+    d = recipe.validate({**minimal_recipe(), "data": {"system_prompt": "Be brief.", **section}}, tmp_path / "r.yaml").data
     data.check_files(d, tmp_path)
     rows = data.load(d, tmp_path, 0, [])
     assert Counter(r["source"] for r in rows.eval) == sources
@@ -206,4 +206,4 @@ def test_a_bad_row_of_the_whole_mixtures_eval_file_is_named(tmp_path):
     section = {"eval_file": "held.jsonl", "mixture": [SUMS, PRODUCTS]}
     d = recipe.validate({**minimal_recipe(), "data": section}, tmp_path / "r.yaml")
     with pytest.raises(RecipeError, match=r"data\.eval_file: held\.jsonl, line 2: malformed JSON"):
-        data.check_files(d["data"], tmp_path)
+        data.check_files(d.data, tmp_path)

@@ -14,6 +14,7 @@ import sys
 import time
 from pathlib import Path
 
+from grpo_ext.recipe.checked import Model
 from grpo_ext.run import model_cache
 from grpo_ext.settings import compat, model_names
 from tests.helpers import ROOT
@@ -107,6 +108,8 @@ def test_an_unreadable_cached_checkpoint_is_converted_again(tiny_model, tmp_path
     monkeypatch.setattr(model_cache, "_publish", publish)
     monkeypatch.setattr(model_cache, "_fetch_gguf", lambda alias, into: into / "model.gguf")
     said = []
-    model, tokenizer, _ = models.load({"name": "smollm2-135m-instruct", "dtype": "float32"}, tmp_path, said.append)
+    model, tokenizer, _ = models.load(
+        Model("smollm2-135m-instruct", "float32", False, None, None, None, None), tmp_path, said.append
+    )
     assert converted == [ckpt] and model.config.hidden_size > 0
     assert any("cannot be read" in line and "converting it again" in line for line in said)

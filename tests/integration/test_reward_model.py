@@ -32,9 +32,9 @@ def test_the_shorthand_names_the_reward_and_a_path_is_read_from_the_recipes_fold
     recipe_path = tiny_reward_model.parent.parent / "here" / "r.yaml"
     recipe_path.parent.mkdir(exist_ok=True)
     recipe_path.write_text(yaml.safe_dump(doc))
-    entry = load(str(recipe_path))["rewards"][0]
-    assert entry["name"] == "reward_model" and entry["weight"] == 0.5
-    assert entry["args"] == {"model": str(tiny_reward_model.resolve())}
+    entry = load(str(recipe_path)).rewards[0]
+    assert entry.name == "reward_model" and entry.weight == 0.5
+    assert entry.args == {"model": str(tiny_reward_model.resolve())}
 
 
 def test_a_malformed_shorthand_is_one_line(tmp_path, digit_doc, tiny_model):

@@ -162,7 +162,8 @@ def _iterations(trainer) -> int | None:
 def stop_ids(model, tokenizer) -> set[int]:
     """The tokens that end a completion as TRL reads them for ``completions/clipped_ratio``: the tokenizer's end
     token, every end token the model's generation config declares, and padding."""
-    declared = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    generation = getattr(model, "generation_config", None)  # a model that generates has one; a wrapped one may not
+    declared = generation.eos_token_id if generation is not None else None
     declared = [declared] if isinstance(declared, int) else list(declared or [])
     tokenizer = getattr(tokenizer, "tokenizer", tokenizer)  # a processor's
     own = (getattr(tokenizer, "eos_token_id", None), getattr(tokenizer, "pad_token_id", None))

@@ -207,8 +207,9 @@ def explain(exc: Exception, doing: str, endpoint: str, repo_id: str, token_env: 
 
     if isinstance(exc, errors.OfflineModeIsEnabled):
         return f"push: the Hub is switched off here (HF_HUB_OFFLINE); unset HF_HUB_OFFLINE to push to {repo_id}"
-    status = getattr(getattr(exc, "response", None), "status_code", None)
-    if isinstance(exc, errors.HfHubHTTPError) and status is not None:
+    response = exc.response if isinstance(exc, errors.HfHubHTTPError) else None
+    status = response.status_code if response is not None else None
+    if status is not None:
         if status == 401:
             return f"push: the Hub refused the token (401 while {doing}); set {token_env} to a write token or run {LOGIN}"
         if status == 403:

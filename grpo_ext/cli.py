@@ -30,6 +30,7 @@ import importlib
 import os
 import sys
 
+from grpo_ext.core import console
 from grpo_ext.core.errors import RecipeError, RunError
 
 # Each command and the module that owns it: its parser (``add_parser(subparsers)``) and the function the command
@@ -81,6 +82,7 @@ def main(argv: list[str] | None = None) -> int:
         parser().print_help(sys.stderr)
         return 2
     args = parse_args(argv)
+    console.show()  # the command line writes grpo_ext's records as its lines; the Python API leaves that to its caller
     try:
         status = args.fn(args) or 0
         sys.stdout.flush()  # a reader that went away shows here, not as a traceback at exit

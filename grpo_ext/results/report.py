@@ -7,6 +7,7 @@ from pathlib import Path
 
 import yaml
 
+from grpo_ext.core import console
 from grpo_ext.core.files import write_atomic
 from grpo_ext.core.text import fmt, plural
 from grpo_ext.core.yaml_io import load_yaml
@@ -410,7 +411,7 @@ def report_markdown(run_dir: Path, summary: dict, run_recipe: dict, records: lis
     return "\n".join(lines) + "\n"
 
 
-def finish(run_dir: Path, summary: dict, log=print) -> None:
+def finish(run_dir: Path, summary: dict, log=console.say) -> None:
     """Write summary.json, curves.png and report.md for a run that has ended (completed or not)."""
     summary["memory"] = peak_memory()
     records = rundir.read_metrics(run_dir / "metrics.jsonl")

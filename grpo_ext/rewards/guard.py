@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 
+from grpo_ext.core import console
 from grpo_ext.core.errors import RunError
 from grpo_ext.core.text import listing, shown
 from grpo_ext.rewards.api import RewardInfo, completion_text, describe
@@ -301,12 +302,10 @@ class Guarded:
         self.skipped += 1
         if not self.warned:
             self.warned = True
-            print(
-                f"grpo_ext: warning: reward {self.__name__!r} raised {_reason(exc)} on sample {i} of {n} (completion "
+            console.logger(__name__).warning(
+                f"warning: reward {self.__name__!r} raised {_reason(exc)} on sample {i} of {n} (completion "
                 f"{_start(completion)}); scored None ({self.where}.on_error: skip), counted as reward_errors/{self.__name__} "
-                f"in metrics.jsonl",
-                file=sys.stderr,
-                flush=True,
+                f"in metrics.jsonl"
             )
 
 

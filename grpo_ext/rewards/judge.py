@@ -24,10 +24,10 @@ import json
 import os
 import re
 import string
-import sys
 import threading
 from collections import OrderedDict
 
+from grpo_ext.core import console
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.text import clip
 from grpo_ext.rewards.api import completion_text, prompt_text
@@ -290,21 +290,19 @@ class Judge:
         from_cache = f"; {cached} of {requests} answered from the cache" if cached else ""
         if failed and not self.failing:
             why = why or f"no answer within call_seconds={s['call_seconds']:g}"
-            print(
-                f"warning: llm_judge at {s['base_url']}: {failed} of {requests} requests failed ({why}); scored None{from_cache}",
-                file=sys.stderr,
+            console.logger(__name__).warning(
+                f"warning: llm_judge at {s['base_url']}: {failed} of {requests} requests failed ({why}); scored None{from_cache}"
             )
         elif not failed and self.failing and cached == requests:
             if not self.cache_noted and requests:
-                print(
+                console.logger(__name__).warning(
                     f"llm_judge at {s['base_url']}: all {requests} answers came from the cache (asked before it failed); "
-                    "the server was not asked, so it may still be failing",
-                    file=sys.stderr,
+                    "the server was not asked, so it may still be failing"
                 )
                 self.cache_noted = True
             return
         elif not failed and self.failing:
-            print(f"llm_judge at {s['base_url']}: answering again{from_cache}", file=sys.stderr)
+            console.logger(__name__).warning(f"llm_judge at {s['base_url']}: answering again{from_cache}")
         if bool(failed) != self.failing:  # a change: the next call from the cache alone is said again
             self.failing, self.cache_noted = bool(failed), False
 
@@ -458,10 +456,9 @@ def llm_judge(
     if api_key_env is not None and not str(api_key_env).isidentifier():
         raise ValueError(f"api_key_env: the name of an environment variable, e.g. OPENAI_API_KEY; got {api_key_env!r}")
     if api_key_env is not None and not os.environ.get(api_key_env):  # a local server needs none: a warning, not an error
-        print(
+        console.logger(__name__).warning(
             f"warning: llm_judge: api_key_env names {api_key_env}, which is not set here; requests go without a key "
-            f"(export {api_key_env}=... before the run, or leave api_key_env out for a server that needs none)",
-            file=sys.stderr,
+            f"(export {api_key_env}=... before the run, or leave api_key_env out for a server that needs none)"
         )
     settings = dict(
         base_url=str(base_url),

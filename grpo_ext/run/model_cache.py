@@ -86,7 +86,7 @@ def _publish(ckpt: Path, gguf: Path) -> None:
     tmp.rename(ckpt)
 
 
-def discard(source: Source, why: str, log=print) -> None:
+def discard(source: Source, why: str, log=console.say) -> None:
     """Remove a cached conversion that cannot be read, so the next materialize converts it again."""
     ckpt = checkpoint_dir(source)
     if ckpt is None:
@@ -96,7 +96,7 @@ def discard(source: Source, why: str, log=print) -> None:
         shutil.rmtree(ckpt, ignore_errors=True)
 
 
-def materialize(source: Source, log=print) -> str:
+def materialize(source: Source, log=console.say) -> str:
     """A path or hub id that ``from_pretrained`` can load; converts and caches GGUF sources once."""
     ckpt = checkpoint_dir(source)
     if ckpt is None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import yaml
 
-from grpo_ext.core import catalog
+from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import exists
 from grpo_ext.core.yaml_io import load_yaml
@@ -50,7 +50,7 @@ def quantization_config(quant: str | None):
     )
 
 
-def load(model: Model, base_dir: Path, log=print):
+def load(model: Model, base_dir: Path, log=console.say):
     """Load (model, tokenizer, description) for the recipe's ``model:`` section: the base training starts from.
 
     A cached conversion that cannot be read (hand-edited, half-copied) is converted again, announced in one line.
@@ -148,7 +148,7 @@ def has_adapter(weights: Path) -> bool:
     return (weights / "adapter_config.json").is_file()
 
 
-def load_adapter(weights: Path, model: Model, log=print):
+def load_adapter(weights: Path, model: Model, log=console.say):
     """(model, tokenizer, description) of a trained LoRA adapter on its base, unmerged, as during training.
 
     ``weights`` is a run's ``final/``; ``model`` is the run's ``model:`` section, whose dtype and
@@ -165,7 +165,7 @@ def _load_base(weights: Path, model: Model, log):
     return load(dataclasses.replace(model, name=adapter_base(weights, model.name)), Path.cwd(), log)
 
 
-def merge(weights: Path, model: Model, out: Path, log=print):
+def merge(weights: Path, model: Model, out: Path, log=console.say):
     """Fold the LoRA adapter in ``weights`` into its base and save a plain checkpoint at ``out``.
 
     A quantized base is loaded as in training and dequantized, so the merge adds the adapter to the exact

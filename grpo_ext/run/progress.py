@@ -6,6 +6,7 @@ import sys
 import time
 from pathlib import Path
 
+from grpo_ext.core import console
 from grpo_ext.core.text import fmt
 from grpo_ext.run import rundir
 
@@ -97,7 +98,7 @@ class MetricsLog:
     """
 
     def __new__(
-        cls, path: Path, is_main: bool, log=print, live: bool | None = None, console=None, watch=None, trained_before=0.0
+        cls, path: Path, is_main: bool, log=console.say, live: bool | None = None, console=None, watch=None, trained_before=0.0
     ):
         from transformers import TrainerCallback
 

@@ -53,6 +53,8 @@ def test_dry_run_fast_no_weights(timed, tmp_path):
 NOT_LOADED = ("torch", "transformers", "trl", "datasets", "math_verify", "sympy", "peft", "openai")
 NOT_LOADED += ("asyncio", "importlib.metadata", "multiprocessing", "socket", "subprocess", "secrets", "concurrent.futures")
 NOT_LOADED += ("fractions", "decimal")
+# logging: the command line's handler is installed when the first line is said (a third of a bare interpreter start)
+NOT_LOADED += ("logging",)
 # grpo_ext's modules loaded by a refused `validate` of the digit recipe: 49 (the front door, the validate verb, the
 # layers below that a recipe's rules read, and of the built-in rewards the two it names), 58 when every built-in
 # reward loaded with the registry, 94 when every verb and the run layer loaded with the package; the bound leaves

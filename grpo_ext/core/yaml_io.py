@@ -138,10 +138,18 @@ def _read(text: str, construct: bool) -> tuple[object, list[str]]:
         return _parse(LOADER, text, construct)
     except UnicodeEncodeError:  # a lone surrogate (a byte of a command line that is not UTF-8): libyaml takes only
         return _parse(_PythonLoader, text, construct)  # UTF-8, and the pure-Python reader refuses it (ReaderError)
-    except yaml.MarkedYAMLError as exc:
-        if exc.problem != _LIBYAML_TOO_DEEP:
+    except YAMLRefused:
+        raise
+    except yaml.YAMLError as exc:
+        if isinstance(exc, yaml.MarkedYAMLError) and exc.problem == _LIBYAML_TOO_DEEP:
+            raise YAMLRefused(None, None, _TOO_DEEP, exc.problem_mark) from None  # where libyaml stopped, past ours
+        if LOADER is _PythonLoader:
             raise
-        raise YAMLRefused(None, None, _TOO_DEEP, exc.problem_mark) from None  # where libyaml stopped, past ours
+        # Bad syntax is told in PyYAML's own words, which name what was found ("expected <block end>, but found '-'"
+        # where libyaml says "did not find expected key"): the pure-Python parser reads the text again up to the
+        # same place, a cost only a refused text pays.
+        _parse(_PythonLoader, text, construct)
+        raise
 
 
 def _parse(loader_class: type[Any], text: str, construct: bool) -> tuple[object, list[str]]:

@@ -3,6 +3,7 @@
 import doctest
 
 import pytest
+import yaml
 
 from grpo_ext.core import files, text, values, yaml_io
 from grpo_ext.recipe import changes
@@ -50,6 +51,30 @@ def test_both_parsers_read_every_shipped_file_alike(monkeypatch):
         read[name] = [yaml_io.load_checked(path.read_text(encoding="utf-8")) for path in paths]
     assert len(paths) > 10 and read["libyaml"] == read["python"]
     assert all(twice == [] for _, twice in read["python"])
+
+
+# Bad YAML, each refused in PyYAML's words whichever parser read it (libyaml's differ: "did not find expected key")
+BAD_YAML = [
+    "training:\n  beta: 0.0\n- rewards\n",  # a list item inside a mapping: expected <block end>, but found '-'
+    "seed: 1\x0f\n",  # a control character: special characters are not allowed
+    "data: {prompts: a: b}\n",  # a colon inside a flow mapping: expected ',' or '}', but got ':'
+    "rewards: [digit_exact: 1: 2]\n",  # ... in a flow sequence: expected ',' or ']', but got ':'
+    "model: 'unclosed\n",  # an unclosed quote: found unexpected end of stream
+    "a:\n\tb: 1\n",  # a tab for indentation: found character '\\t' that cannot start any token
+]
+
+
+@pytest.mark.parametrize("text", BAD_YAML)
+def test_bad_syntax_is_told_alike_by_both_parsers(text, monkeypatch):
+    if "libyaml" not in yaml_io.LOADERS:
+        pytest.skip("PyYAML here has no libyaml")
+    said = {}
+    for name, loader in yaml_io.LOADERS.items():
+        monkeypatch.setattr(yaml_io, "LOADER", loader)
+        with pytest.raises(yaml.YAMLError) as exc:
+            yaml_io.load_yaml(text)
+        said[name] = str(exc.value)
+    assert said["libyaml"] == said["python"]
 
 
 def test_write_atomic_leaves_old_or_new(tmp_path, monkeypatch):

@@ -295,7 +295,7 @@ class Recipe:
     logging: Logging
     groups: Groups
     tools: list[Named]
-    environment: Named | None
+    environment: Named | dict[str, Named] | None  # one environment, or several by name (each row's column picks one)
     output_dir: str
     seed: int
     resume: bool | Literal["auto"]
@@ -313,6 +313,8 @@ class Recipe:
     reward_names: list[str] = field(default_factory=list)
     tool_functions: list[Callable[..., Any]] = field(default_factory=list, repr=False)  # tools[i] built and checked
     environment_class: type | None = field(default=None, repr=False)  # the class environment: names, or None
+    # the classes of several environments by name (environment: a mapping), else empty
+    environment_classes: dict[str, type] = field(default_factory=dict, repr=False)
     notes: list[str] = field(default_factory=list)  # lines a run and its dry run say first (--quick: what it changed)
     _funcs: list[Guarded] | None = field(default=None, repr=False)  # the guarded rewards, once built
 
@@ -340,9 +342,18 @@ class Recipe:
         return self._funcs
 
     @property
-    def environment_factory(self) -> Callable[[], Any] | None:
+    def environment_types(self) -> list[type]:
+        """Every environment class of the recipe: the one, or each of several (a class named twice once), in order."""
+        classes = [self.environment_class] if self.environment_class is not None else self.environment_classes.values()
+        return list(dict.fromkeys(classes))
+
+    @property
+    def environment_factory(self) -> Callable[[], Any] | dict[str, Callable[[], Any]] | None:
         """GRPOTrainer's ``environment_factory``: a callable that builds the environment's class (with
-        ``environment.args``) and checks what each instance's ``reset`` returns; None without an environment."""
+        ``environment.args``) and checks what each instance's ``reset`` returns; for several environments, such a
+        callable for each name; None without an environment."""
+        if isinstance(self.environment, dict):
+            return {name: agents.builder(self.environment_classes[name], named.args) for name, named in self.environment.items()}
         return agents.factory(self.environment_class, self.environment.args if self.environment else {})
 
     @property
@@ -383,7 +394,11 @@ class Recipe:
         out |= {"output_dir": self.output_dir, "seed": self.seed, "resume": self.resume, "save_final": self.save_final}
         if self.tools:
             out["tools"] = [agents.portable(tool.written, base) for tool in self.tools]
-        if self.environment:
+        if isinstance(self.environment, dict):
+            out["environment"] = {
+                name: agents.portable(named.written, base, "environment") for name, named in self.environment.items()
+            }
+        elif self.environment:
             out["environment"] = agents.portable(self.environment.written, base, "environment")
         if self.algorithm is not None:
             out["algorithm"] = self.algorithm

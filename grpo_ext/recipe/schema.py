@@ -298,7 +298,8 @@ TOP_LEVEL: dict[str, Spec] = {
         ("str", "dict", "null"),
         None,
         doc="a class (file.py:Class) whose instances the model acts in, one per completion; its methods are tools; "
-        "{name: file.py:Class, args: {...}} builds it with args",
+        "{name: file.py:Class, args: {...}} builds it with args; {NAME: class, ...} holds several, each row's "
+        "environment column naming its own (TRL >= 1.8)",
     ),
     "output_dir": Spec(("str",), required=True, doc="the run directory, relative to the working directory"),
     "seed": Spec(("int",), 0, minimum=0, maximum=2**32 - 1, doc="random seed"),  # the seeds numpy (and so TRL's set_seed) takes

@@ -7,6 +7,7 @@ reports every problem. Only a recipe without a problem is built into its typed s
 """
 
 import copy
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -554,20 +555,26 @@ def validate(doc: Section, path: Path | None = None) -> Recipe:
                     "set training.max_steps",
                 )
             )
-    tools, environment = agents.check(top, base_dir, problems)
+    tools, environment, classes = agents.check(top, base_dir, problems)
     if environment is not None:  # TRL calls reset(**row) with every column of each row it plays
         problems.extend(agents.check_rows(environment, columns))
-    if (
-        "rewards" in top
-        and not top["rewards"]
-        and environment is not None
-        and not callable(getattr(environment, "get_reward", None))
-    ):
-        problems.append(
-            Problem(("rewards",), "is empty and the environment has no get_reward; name a reward, or give the environment one")
-        )
+    if agents.several(top.get("environment")) and top["environment"]:
+        eval_enabled = bool((evaluation or {}).get("enabled"))
+        routes = _check_routes(data, top["environment"], owned, columns, base_dir, eval_enabled, problems)
+        for name, cls in classes.items():  # each with the rows that name it (all where only loading tells)
+            chosen = {stage: (cols, rows) for stage, (cols, rows) in columns.items() if name in routes.get(rows, {name})}
+            problems.extend(agents.check_rows(cls, chosen, (*agents.ENVIRONMENT, name)))
+    unrewarded = {"": environment} if environment is not None else {f".{name}": cls for name, cls in classes.items()}
+    for at, cls in unrewarded.items() if "rewards" in top and not top["rewards"] else ():
+        if not callable(getattr(cls, "get_reward", None)):
+            problems.append(
+                Problem(
+                    ("rewards",),
+                    f"is empty and the environment{at} has no get_reward; name a reward, or give the environment one",
+                )
+            )
     if data is not None and not problems:  # the examples' calls are held against tools that were all found
-        problems.extend(agents.check_calls(_all_examples(data), tools, environment))
+        problems.extend(agents.check_calls(_all_examples(data), tools, [environment] if environment else list(classes.values())))
     resolved = _build_rewards(entries, base_dir, problems)
     built = guarded_rewards(entries, resolved, columns, problems, build=False)
     if problems:
@@ -586,7 +593,7 @@ def validate(doc: Section, path: Path | None = None) -> Recipe:
         logging=build("logging", checked["logging"]),
         groups=build("groups", checked["groups"]),
         tools=[Named.of(entry) for entry in top.get("tools") or []],
-        environment=Named.of(top["environment"]) if top.get("environment") else None,
+        environment=_environments(top.get("environment")),
         output_dir=top["output_dir"],
         seed=top["seed"],
         resume=top["resume"],
@@ -600,8 +607,86 @@ def validate(doc: Section, path: Path | None = None) -> Recipe:
         reward_names=names,
         tool_functions=tools,
         environment_class=environment,
+        environment_classes=classes,
         _funcs=None if None in built else [f for f in built if f is not None],
     )
+
+
+def _environments(entry: Any) -> Named | dict[str, Named] | None:
+    """``environment:`` checked: one, several by name, or None."""
+    if agents.several(entry):
+        return {name: Named.of(one) for name, one in entry.items()}
+    return Named.of(entry) if entry else None
+
+
+def _check_routes(
+    data: Section | None,
+    entries: Section,
+    owned: bool,
+    columns: Columns,
+    base_dir: Path,
+    eval_enabled: bool,
+    problems: list[Problem],
+) -> dict[str, set[str]]:
+    """Several environments: every row names one in its ``environment`` column, read here for the rows known before
+    torch (a file's, a generator's, inline rows'; each source of a mixture's) and again once the rows load (a hub
+    dataset's); a recipe whose environments write every prompt has no rows to name them. Returns the names each set
+    of rows read here uses (by the rows described, as ``columns`` describes them), problems appended."""
+    if data is None or (not columns and not owned):  # the data section's own lines come first
+        return {}
+    if owned:
+        line = (
+            "holds several environments, which TRL picks among by each training row's environment column, and data "
+            "names no training rows; give rows (data.file) that name their environment"
+        )
+        problems.append(Problem(agents.ENVIRONMENT, line))
+        return {f"the training rows ({ENVIRONMENT_ROWS})": set()}  # no reset checked against them: one line
+    names = [name for name in entries if isinstance(name, str)]
+    seen: dict[str, set[str]] = {}
+    for described, rows in _known_rows(data, base_dir, eval_enabled):
+        try:
+            listed = list(rows)
+        except RecipeError as exc:  # a file its own check passed cannot be read whole: its line says where
+            problems.extend(exc.found)
+            return seen
+        refused = agents.check_routes(names, listed, described)
+        problems.extend([refused] if refused is not None else [])
+        seen[described] = {row[agents.ROUTE] for _, row in listed if isinstance(row.get(agents.ROUTE), str)} & set(names)
+    return seen
+
+
+def _numbered(rows: Iterable[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    return ((f"row {i}", row if isinstance(row, dict) else {"prompt": row}) for i, row in enumerate(rows, 1))
+
+
+def _known_rows(
+    d: Section, base_dir: Path, eval_enabled: bool, at: Loc = DATA
+) -> Iterator[tuple[str, Iterable[tuple[str, dict[str, Any]]]]]:
+    """(the rows described, as validation's other lines describe them; each row with where it is) for every set of
+    rows whose values are known before torch: a file's, a generator's, inline prompts'; each source of a mixture's;
+    the eval's own rows when the eval runs."""
+
+    def named(key: str, what: str = "") -> str:
+        return f"{where((*at, key))}{f' {what}' if what else ''}"
+
+    for i, source in enumerate(d.get("mixture") or []):
+        yield from _known_rows(mixture.config(d, source), base_dir, eval_enabled, ("data", "mixture", i))
+    if d.get("file"):
+        path = datafiles.split_path(resolve_path(d["file"], base_dir), d["hub_split"], ("data", "hub_split"))
+        yield f"the training rows ({named('file', Path(d['file']).name)})", datafiles.rows(path, ("data", "file"))
+    elif d.get("source"):
+        train, held = generators.generated(d["source"], d["source_args"])
+        yield f"the training rows ({named('source', d['source'])})", _numbered(train)
+        yield from [(f"the eval rows ({named('source', d['source'])})", _numbered(held))] * eval_enabled
+    elif d.get("prompts") is not None:
+        yield f"the training rows ({named('prompts')})", _numbered(d["prompts"])
+    if not eval_enabled:
+        return
+    if d.get("eval_prompts") is not None:
+        yield f"the eval rows ({named('eval_prompts')})", _numbered(d["eval_prompts"])
+    elif d.get("eval_file"):
+        path = resolve_path(d["eval_file"], base_dir)
+        yield f"the eval rows ({named('eval_file', path.name)})", datafiles.rows(path, ("data", "eval_file"))
 
 
 def _positive(value: object) -> bool:

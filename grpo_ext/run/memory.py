@@ -173,7 +173,7 @@ def longest_prompt_tokens(recipe: Recipe, folder: Path | dict) -> int:
     tokenizer = AutoTokenizer.from_pretrained(folder)
     chat_tools.apply(tokenizer, recipe, lambda _: None)  # the template training renders with, tools shown
     chat = data.use_chat(recipe.data, tokenizer)
-    tools = agents.functions_shown(recipe.tool_functions, recipe.environment_class) or None  # their schemas are in every prompt
+    tools = agents.functions_shown(recipe.tool_functions, recipe.environment_types) or None  # their schemas are in every prompt
     prompts = [data.format_prompt(t, system, chat, turns) for t in texts]
     longest = max(data.prompt_tokens(prompts, tokenizer, tools), default=0)
     limit = recipe.training.settings.get("max_prompt_length")  # longer prompts are dropped before training

@@ -263,15 +263,24 @@ def logprob_path(liger: bool, v: Version | None = None) -> str:
 
 
 # What a recipe's tools and environment need: TRL's GRPOTrainer(tools=) from 0.26 with transformers 5.0 (TRL 1.16
-# refuses older); environment classes with get_reward and the name -> class mapping from TRL 1.8, transformers 5.2.
-TOOLS_NEED: dict[str, tuple[str, str]] = {"tools": ("0.26", "5.0"), "environment": ("1.8", "5.2")}
+# refuses older); environment classes with get_reward from TRL 1.8, transformers 5.2; several environments
+# (environment_factory as a dict of name -> factory, each row's environment column choosing one) from TRL 1.8 too:
+# read in grpo_trainer.py of 1.7.0 (a single factory, no get_reward) and 1.8.0 (both).
+TOOLS_NEED: dict[str, tuple[str, str]] = {
+    "tools": ("0.26", "5.0"),
+    "environment": ("1.8", "5.2"),
+    "environments": ("1.8", "5.2"),
+}
 
 
 def tools_problem(key: str, trl: Version | None = None, transformers: Version | None = None) -> str | None:
-    """One line if the installed TRL or transformers cannot run a recipe's ``tools`` or ``environment``.
+    """One line if the installed TRL or transformers cannot run a recipe's ``tools``, ``environment``, or
+    ``environments`` (an ``environment:`` mapping of several, by name).
 
     >>> tools_problem("tools", Version("0.24.0"), Version("4.57.0"))[:60]
     'tools: needs trl>=0.26 and transformers>=5.0 (installed trl '
+    >>> tools_problem("environments", Version("1.7.0"), Version("5.2.0"))[:69]
+    'environment: several environments (a mapping of names) need trl>=1.8 '
     >>> tools_problem("environment", Version("1.16.0"), Version("5.24.0")) is None
     True
     """
@@ -279,8 +288,9 @@ def tools_problem(key: str, trl: Version | None = None, transformers: Version | 
     need_trl, need_tf = TOOLS_NEED[key]
     if trl >= Version(need_trl) and transformers >= Version(need_tf):
         return None
+    what = "environment: several environments (a mapping of names) need" if key == "environments" else f"{key}: needs"
     return (
-        f"{key}: needs trl>={need_trl} and transformers>={need_tf} (installed trl {trl}, transformers {transformers}); "
+        f"{what} trl>={need_trl} and transformers>={need_tf} (installed trl {trl}, transformers {transformers}); "
         f"run: pip install -U 'trl>={need_trl}' 'transformers>={need_tf}'"
     )
 

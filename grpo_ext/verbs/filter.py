@@ -116,8 +116,7 @@ def _reward(recipe: Recipe, name: str | None) -> str:
 
 
 def _environment_reward(recipe: Recipe) -> list[str]:
-    env = recipe.environment_class
-    return [env.__name__] if env is not None and callable(getattr(env, "get_reward", None)) else []
+    return [env.__name__ for env in recipe.environment_types if callable(getattr(env, "get_reward", None))]
 
 
 def _sampling(recipe: Recipe, k: int) -> sampling.Settings:

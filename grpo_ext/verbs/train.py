@@ -210,14 +210,22 @@ def dry_run(recipe: Recipe) -> None:
     if recipe.algorithm:
         print(f"algorithm: {recipe.algorithm} ({variants.VARIANTS[recipe.algorithm].paper}); keys the recipe sets win")
     named = [f"{name} (weight {w})" for name, w in zip(recipe.reward_names, recipe.weights, strict=True)]
-    environment = recipe.environment_class
-    if environment is not None and callable(getattr(environment, "get_reward", None)):  # TRL adds it, of weight 1
-        named.append(f"{environment.__name__} (the environment's get_reward, weight 1.0)")
+    whose = "environment's" if recipe.environment_class is not None else "environments'"
+    for cls in recipe.environment_types:  # TRL adds each class's, of weight 1, under its name
+        if callable(getattr(cls, "get_reward", None)):
+            named.append(f"{cls.__name__} (the {whose} get_reward, weight 1.0)")
     print("rewards: " + ", ".join(named))
-    if recipe.agentic:
+    if isinstance(recipe.environment, dict):  # each row is shown the tools and its own environment's methods
+        print("tools the model sees, and an environment per completion, the one its row's environment column names:")
+        for line in agents.describe(recipe.tool_functions, []):
+            print(f"  {line}")
+        for name, entry in recipe.environment.items():
+            for line in agents.describe([], [recipe.environment_classes[name]]) or ["no tool methods"]:
+                print(f"  {name} ({entry.name}): {line}")
+    elif recipe.agentic:
         where = f", and an environment per completion ({recipe.environment.written})" if recipe.environment else ""
         print(f"tools the model sees{where}:")
-        for line in agents.describe(recipe.tool_functions, environment):
+        for line in agents.describe(recipe.tool_functions, recipe.environment_types):
             print(f"  {line}")
     if model.chat_template:
         print(f"chat template: {model.chat_template} (model.chat_template)")
@@ -330,11 +338,27 @@ def _rows(recipe: Recipe, log, owned: int) -> data.Rows:
     environment = recipe.environment_class
     try:
         rows = data.load(recipe.data, recipe.base_dir, recipe.seed, recipe.reward_funcs, recipe.eval.enabled, environment, owned)
+        _check_routes(recipe, rows)
     except RecipeError as exc:  # what only loading tells (a hub dataset's rows), named as every recipe error is
         raise RecipeError(exc.found, str(recipe.path) if recipe.path else None) from None
     for note in rows.notes:
         log(note)
     return rows
+
+
+def _check_routes(recipe: Recipe, rows: data.Rows) -> None:
+    """Several environments: each loaded row names one in its environment column (a hub dataset's rows are first
+    read here; a file's were read with the recipe), in the line validation writes; TRL would stop at its batch."""
+    names = list(recipe.environment_classes)
+    if not names:
+        return
+    loaded = [("the training rows", rows.train), ("the eval rows", rows.eval)]
+    found = [
+        agents.check_routes(names, ((f"row {i}", row) for i, row in enumerate(rows_of, 1)), described)
+        for described, rows_of in loaded
+    ]
+    if any(found):
+        raise RecipeError([p for p in found if p is not None])
 
 
 def _datasets(recipe: Recipe, rows: data.Rows, tokenizer, args, log, context: int | None) -> tuple[bool, object, list[dict]]:
@@ -344,7 +368,7 @@ def _datasets(recipe: Recipe, rows: data.Rows, tokenizer, args, log, context: in
     chat = data.use_chat(d, tokenizer)
     train_set, eval_rows = data.formatted_set(rows.train, d, chat), data.formatted(rows.eval, d, chat)
     completion = args.max_completion_length
-    tools = agents.functions_shown(recipe.tool_functions, recipe.environment_class) or None  # they count in the prompt
+    tools = agents.functions_shown(recipe.tool_functions, recipe.environment_types) or None  # they count in the prompt
     train_set, eval_rows, longest, notes = data.fit_prompts(train_set, eval_rows, limit, tokenizer, context, completion, tools)
     trainer.fit_prompt_limit(args, limit or longest)
     shown = "chat messages" if chat else "plain text"

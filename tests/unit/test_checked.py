@@ -39,6 +39,7 @@ RECIPE_EXTRAS = {
     "reward_names",
     "tool_functions",
     "environment_class",
+    "environment_classes",
     "notes",
     "_funcs",
 }

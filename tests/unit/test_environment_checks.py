@@ -184,7 +184,10 @@ CASES = [
     ),
     # a wrong shape is one line: no follow-on line for rewards: [], which an environment may leave empty
     ({"environment": ["a", "b"]}, ["environment: expected a string or a mapping or null, got list ['a', 'b']"]),
-    ({"environment": {"a": "game.py:WordGame"}}, ["environment: an environment is a class's name (…"]),
+    (  # a mapping without name: several environments by name (one here), each row's environment column picks one
+        {"environment": {"a": "game.py:WordGame"}},
+        [f"environment: line 1 of {ROWS_SEEN} has no environment column, which names one of the environments (a); …"],
+    ),
     (  # a factory function: the line names it, never <function make_game at 0x…>
         {"environment": "game.py:make_game"},
         [

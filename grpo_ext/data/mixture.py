@@ -27,7 +27,9 @@ from grpo_ext.core.errors import Loc, Problem, RecipeError
 from grpo_ext.core.text import plural, shown
 
 COLUMN = "source"  # the column naming each row's source, in training and in the eval
-OWN_KEYS = ("weight", "rows", "name")  # what a mixture's source has beside the keys of a data: section
+# what a mixture's source has beside the keys of a data: section (environment: the column naming each row's
+# environment, with several environments)
+OWN_KEYS = ("weight", "rows", "name", "environment")
 WHOLE = ("mixture", "size", "chat")  # keys of the whole mixture, never of one source
 SHARED_KEYS = (*WHOLE, "system_prompt", "examples")  # what a data: section keeps beside its mixture (a source may have its own)
 HELD_KEYS = ("eval_prompts", "eval_file", "eval_size")  # beside a mixture: a held-out set for the whole mixture

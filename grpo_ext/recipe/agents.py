@@ -289,10 +289,13 @@ def check_rows(environment: type, columns: dict[str, tuple[list[str] | None, str
     ]
 
 
-def check_routes(names: list[str], rows: Iterable[tuple[str, Mapping[str, Any]]], described: str) -> Problem | None:
+def check_routes(
+    names: list[str], rows: Iterable[tuple[str, Mapping[str, Any]]], described: str, fix: str = ""
+) -> Problem | None:
     """One line for the rows whose ``environment`` column names none of ``names`` (a recipe's several environments),
     or which lack it: the first such row (``rows``: (where it is, the row)), the names it may take, and how many
-    more rows are so; None when every row names one. TRL refuses such a row only once its batch is drawn.
+    more rows are so; None when every row names one. TRL refuses such a row only once its batch is drawn. ``fix``:
+    another way to name them, said after the column.
 
     >>> rows = [("line 1", {"environment": "games"}), ("line 2", {"environment": "chess"}), ("line 3", {})]
     >>> check_routes(["games", "words"], rows, "the rows").message  # doctest: +NORMALIZE_WHITESPACE
@@ -314,7 +317,8 @@ def check_routes(names: list[str], rows: Iterable[tuple[str, Mapping[str, Any]]]
     so = f" ({more} more row{'' if more == 1 else 's'} name{'s' if more == 1 else ''} none of them)" if more else ""
     return Problem(
         ENVIRONMENT,
-        f"{at} of {described} {said} the environments ({', '.join(names)}); set each row's environment column to one of them{so}",
+        f"{at} of {described} {said} the environments ({', '.join(names)}); set each row's environment column to one "
+        f"of them{fix}{so}",
     )
 
 

@@ -69,6 +69,7 @@ class Source:
     weight: float | None
     rows: int | None
     name: str | None
+    environment: str | None
 
     @property
     def label(self) -> str:

@@ -325,4 +325,10 @@ MIXTURE_SOURCE: dict[str, Spec] = {
     "name": Spec(
         ("str", "null"), None, doc="the source's name in the source column and the logs; null: its file, generator or hub id"
     ),
+    "environment": Spec(
+        ("str", "null"),
+        None,
+        doc="with several environments (environment: a mapping), the one every row of this source plays in, set as its "
+        "environment column; null: the rows' own column",
+    ),
 }

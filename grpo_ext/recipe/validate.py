@@ -385,7 +385,8 @@ def _check_mixture(d: Section, given: Section, eval_enabled: bool, base_dir: Pat
                         "name; rename that column",
                     )
                 )
-            columns[f"{stage} {i}"] = (None if cols is None else [*cols, mixture.COLUMN], rows)
+            route = [agents.ROUTE] if sources[i].get("environment") is not None and agents.ROUTE not in (cols or []) else []
+            columns[f"{stage} {i}"] = (None if cols is None else [*cols, mixture.COLUMN, *route], rows)
     found += mixture.check(sources, d.get("size"))
     held = _held(d)
     if eval_enabled and held is None and sources and not any(mixture.has_own_eval(s) for s in sources):
@@ -558,6 +559,7 @@ def validate(doc: Section, path: Path | None = None) -> Recipe:
     tools, environment, classes = agents.check(top, base_dir, problems)
     if environment is not None:  # TRL calls reset(**row) with every column of each row it plays
         problems.extend(agents.check_rows(environment, columns))
+    problems.extend(_check_source_routes(data, top.get("environment")))
     if agents.several(top.get("environment")) and top["environment"]:
         eval_enabled = bool((evaluation or {}).get("enabled"))
         routes = _check_routes(data, top["environment"], owned, columns, base_dir, eval_enabled, problems)
@@ -643,16 +645,41 @@ def _check_routes(
         return {f"the training rows ({ENVIRONMENT_ROWS})": set()}  # no reset checked against them: one line
     names = [name for name in entries if isinstance(name, str)]
     seen: dict[str, set[str]] = {}
-    for described, rows in _known_rows(data, base_dir, eval_enabled):
+    for described, rows, chosen in _known_rows(data, base_dir, eval_enabled):
+        if chosen is not None and chosen not in names:  # the source's environment key has its own line
+            seen[described] = set()
+            continue
         try:
             listed = list(rows)
         except RecipeError as exc:  # a file its own check passed cannot be read whole: its line says where
             problems.extend(exc.found)
             return seen
-        refused = agents.check_routes(names, listed, described)
+        fix = ", or give a mixture source an environment: key that names one for its rows" if data.get("mixture") else ""
+        refused = agents.check_routes(names, listed, described, fix)
         problems.extend([refused] if refused is not None else [])
         seen[described] = {row[agents.ROUTE] for _, row in listed if isinstance(row.get(agents.ROUTE), str)} & set(names)
     return seen
+
+
+def _check_source_routes(data: Section | None, entry: Any) -> list[Problem]:
+    """A mixture source's ``environment`` names one of several environments (``environment:`` a mapping)."""
+    found = []
+    for i, source in enumerate((data or {}).get("mixture") or []):
+        chosen = source.get("environment") if isinstance(source, dict) else None
+        if chosen is None:
+            continue
+        if not agents.several(entry) or not entry:
+            line = "names one of several environments, and environment: holds one or none; leave it out, or map names to them"
+            found.append(Problem(("data", "mixture", i, "environment"), line))
+        elif chosen not in entry:
+            names = ", ".join(str(name) for name in entry)
+            found.append(Problem(("data", "mixture", i, "environment"), f"{chosen!r} is not one of the environments ({names})"))
+    return found
+
+
+def _routed(rows: Iterable[tuple[str, dict[str, Any]]], chosen: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """A mixture source's rows with the environment column its ``environment`` key sets (as loading sets it)."""
+    return ((at, {**row, agents.ROUTE: chosen}) for at, row in rows)
 
 
 def _numbered(rows: Iterable[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -661,32 +688,34 @@ def _numbered(rows: Iterable[Any]) -> Iterator[tuple[str, dict[str, Any]]]:
 
 def _known_rows(
     d: Section, base_dir: Path, eval_enabled: bool, at: Loc = DATA
-) -> Iterator[tuple[str, Iterable[tuple[str, dict[str, Any]]]]]:
-    """(the rows described, as validation's other lines describe them; each row with where it is) for every set of
-    rows whose values are known before torch: a file's, a generator's, inline prompts'; each source of a mixture's;
-    the eval's own rows when the eval runs."""
+) -> Iterator[tuple[str, Iterable[tuple[str, dict[str, Any]]], str | None]]:
+    """(the rows described, as validation's other lines describe them; each row with where it is; the environment a
+    mixture source's ``environment`` key sets, or None) for every set of rows whose values are known before torch: a
+    file's, a generator's, inline prompts'; each source of a mixture's; the eval's own rows when the eval runs."""
 
     def named(key: str, what: str = "") -> str:
         return f"{where((*at, key))}{f' {what}' if what else ''}"
 
     for i, source in enumerate(d.get("mixture") or []):
-        yield from _known_rows(mixture.config(d, source), base_dir, eval_enabled, ("data", "mixture", i))
+        chosen = source.get("environment")
+        for described, rows, _ in _known_rows(mixture.config(d, source), base_dir, eval_enabled, ("data", "mixture", i)):
+            yield described, rows if chosen is None else _routed(rows, chosen), chosen
     if d.get("file"):
         path = datafiles.split_path(resolve_path(d["file"], base_dir), d["hub_split"], ("data", "hub_split"))
-        yield f"the training rows ({named('file', Path(d['file']).name)})", datafiles.rows(path, ("data", "file"))
+        yield f"the training rows ({named('file', Path(d['file']).name)})", datafiles.rows(path, ("data", "file")), None
     elif d.get("source"):
         train, held = generators.generated(d["source"], d["source_args"])
-        yield f"the training rows ({named('source', d['source'])})", _numbered(train)
-        yield from [(f"the eval rows ({named('source', d['source'])})", _numbered(held))] * eval_enabled
+        yield f"the training rows ({named('source', d['source'])})", _numbered(train), None
+        yield from [(f"the eval rows ({named('source', d['source'])})", _numbered(held), None)] * eval_enabled
     elif d.get("prompts") is not None:
-        yield f"the training rows ({named('prompts')})", _numbered(d["prompts"])
+        yield f"the training rows ({named('prompts')})", _numbered(d["prompts"]), None
     if not eval_enabled:
         return
     if d.get("eval_prompts") is not None:
-        yield f"the eval rows ({named('eval_prompts')})", _numbered(d["eval_prompts"])
+        yield f"the eval rows ({named('eval_prompts')})", _numbered(d["eval_prompts"]), None
     elif d.get("eval_file"):
         path = resolve_path(d["eval_file"], base_dir)
-        yield f"the eval rows ({named('eval_file', path.name)})", datafiles.rows(path, ("data", "eval_file"))
+        yield f"the eval rows ({named('eval_file', path.name)})", datafiles.rows(path, ("data", "eval_file")), None
 
 
 def _positive(value: object) -> bool:

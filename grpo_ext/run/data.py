@@ -26,6 +26,7 @@ from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import first_line, listing, plural
 from grpo_ext.data import datafiles, examples, mixture
 from grpo_ext.recipe import Data, held_out_size
+from grpo_ext.recipe.agents import ROUTE
 from grpo_ext.rewards.guard import missing_columns
 from grpo_ext.tools import check_reset
 
@@ -251,13 +252,19 @@ def _mixture(d: Data, base_dir: Path, seed: int, reward_funcs: list, eval_enable
     for i, part in enumerate(parts):
         rows = [row for source, row in picks if source == i]
         taken[i] = iter(part.train.select(rows).to_list() if rows else [])
-    train = [{**next(taken[source]), mixture.COLUMN: names[source]} for source, _ in picks]
+    # a source's environment: the column that picks each of its rows' environment, with several environments
+    routes = [{ROUTE: source.environment} if source.environment is not None else {} for source in sources]
+    train = [{**next(taken[source]), mixture.COLUMN: names[source], **routes[source]} for source, _ in picks]
     whole, shown = d.held, None
     held = []
     if whole is not None and eval_enabled:  # the whole mixture's held-out set, named by its key in the source column
         held = [{**row, mixture.COLUMN: whole[0]} for row in _eval(d, base_dir, reward_funcs)]
         shown = (whole[1], len(held))
-    held += [{**row, mixture.COLUMN: name} for name, part in zip(names, parts, strict=True) for row in part.eval]
+    held += [
+        {**row, mixture.COLUMN: name, **route}
+        for name, part, route in zip(names, parts, routes, strict=True)
+        for row in part.eval
+    ]
     evals: list[int | None] | None = [len(part.eval) for part in parts] if eval_enabled else None
     line = mixture.describe(names, counts, evals, whole=shown)
     notes = [

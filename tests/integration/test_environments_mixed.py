@@ -160,6 +160,6 @@ def test_a_row_naming_no_environment_is_refused_before_torch(tmp_path, chatml_mo
     assert proc.returncode == 2 and proc.stdout == "False\n", (proc.stdout, proc.stderr)
     assert proc.stderr.splitlines() == [
         f"error: {path}: environment: line 1 of the training rows (data.mixture[1].file colours.jsonl) names 'colors', "
-        "not one of the environments (colours, doors); set each row's environment column to one of them (1 more row "
-        "names none of them)"
+        "not one of the environments (colours, doors); set each row's environment column to one of them, or give a "
+        "mixture source an environment: key that names one for its rows (1 more row names none of them)"
     ]

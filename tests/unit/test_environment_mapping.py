@@ -87,18 +87,19 @@ def refused(tmp_path, capsys, recipe: dict, words: list[dict] = WORDS) -> list[s
 
 
 NAMES = "the environments (games, words); set each row's environment column to one of them"
+MIXED = f"{NAMES}, or give a mixture source an environment: key that names one for its rows"
 
 CASES = [
     # (top-level keys over doc(), the rows of words.jsonl, the one line validate writes after "error: recipe.yaml: ")
     (  # a row naming an environment the mapping lacks: the row, the names available, how many more
         {},
         [*WORDS, {**WORDS[0], "environment": "chess"}, {**WORDS[0], "environment": "chess"}],
-        f"environment: line 3 of {ROWS} names 'chess', not one of {NAMES} (1 more row names none of them)",
+        f"environment: line 3 of {ROWS} names 'chess', not one of {MIXED} (1 more row names none of them)",
     ),
     (  # a row without the column (every row of the file has the same columns, so the file has none)
         {},
         [{k: v for k, v in row.items() if k != "environment"} for row in WORDS],
-        f"environment: line 1 of {ROWS} has no environment column, which names one of {NAMES} (1 more row names none of them)",
+        f"environment: line 1 of {ROWS} has no environment column, which names one of {MIXED} (1 more row names none of them)",
     ),
     (  # a generator's rows carry no environment column
         {"data": {"source": "guess", "source_args": {"train": 4, "held_out": 2}}},
@@ -133,6 +134,17 @@ CASES = [
         {"environment": {"games": "guess_number", "words": "game.py:Counts"}},
         WORDS,
         "rewards: is empty and the environment.words has no get_reward; name a reward, or give the environment one",
+    ),
+    (  # a mixture source's environment key names none of the mapping's
+        {"data": {"mixture": [{"source": "guess", "environment": "chess", "weight": 1}, {"file": "words.jsonl", "weight": 1}]}},
+        WORDS,
+        "data.mixture[0].environment: 'chess' is not one of the environments (games, words)",
+    ),
+    (  # a source's environment key with one environment: nothing to pick among
+        {"environment": "game.py:Words", "data": {"mixture": [{"file": "words.jsonl", "environment": "words", "rows": 2}]}},
+        WORDS,
+        "data.mixture[0].environment: names one of several environments, and environment: holds one or none; leave it "
+        "out, or map names to them",
     ),
     (  # an environment that writes every prompt has no rows to name it
         {"data": {"system_prompt": "Play."}},
@@ -205,3 +217,17 @@ def test_the_docs_example_validates_and_dry_runs(capsys):
     assert cli.main(["train", example, "--dry-run"]) == 0
     out = capsys.readouterr().out
     assert "  numbers (guess_number): guess(number: int)" in out and "  words (words.py:Words): say(word: str)" in out
+
+
+def test_a_mixture_source_names_the_environment_of_its_rows(tmp_path):
+    """A generator's rows carry no environment column: the source's environment key gives each of them one, in
+    training and in its held-out rows, as the rows load."""
+    from grpo_ext.run import data
+
+    mixed = {"mixture": [{"source": "guess", "source_args": {"train": 4, "held_out": 2}, "environment": "games", "weight": 1}]}
+    mixed["mixture"].append({"file": "words.jsonl", "weight": 1, "eval_size": 1})
+    recipe = load(written(tmp_path, doc(data=mixed, eval={"enabled": True})))
+    rows = data.load(recipe.data, recipe.base_dir, 0, [], True)
+    own = {"guess": "games", "words.jsonl": "words"}  # each source's rows: the guess games carry no column of their own
+    assert {row["source"] for row in rows.train} == {row["source"] for row in rows.eval} == set(own)
+    assert all(row["environment"] == own[row["source"]] for row in rows.train + rows.eval)

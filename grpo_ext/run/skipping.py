@@ -14,10 +14,20 @@ normaliser counts:
 
 Anything that couples a row to the others keeps the whole micro-batch: a KL term, an entropy bonus (its gradient
 reaches every row), ``top_entropy_quantile`` below 1 (a quantile over the micro-batch's tokens), a router
-auxiliary loss, Liger's fused loss (TRL before 1.13), images, a loss type not in the table, and several processes (TRL gathers
-per-row metrics across them, which needs the same number of rows on each). Trailing padding that only
-skipped rows used is cut off too: a causal model's logits for earlier tokens do not depend on later columns.
-``SkipZeroAdvantage`` does it at the trainer's loss hook (a ``Behaviour``, ``run/trl_internals.py``).
+auxiliary loss, Liger's fused loss (TRL before 1.13), images, and a loss type not in the table. Trailing padding
+that only skipped rows used is cut off too: a causal model's logits for earlier tokens do not depend on later
+columns. ``SkipZeroAdvantage`` does it at the trainer's loss hook (a ``Behaviour``, ``run/trl_internals.py``).
+
+Several processes: each one's loss is over its own micro-batch, the normalisers of the table count that
+micro-batch (``num_items_in_batch`` is the whole batch's, gathered by TRL before the loss), and the gradients are
+averaged across processes after the backward pass, so each process rescales its own kept rows as above. Two things
+need every process in step. TRL's loss gathers per-row metrics (the clip ratios' min and max), which needs the
+same number of rows on each; and every process's loss must run a forward and backward pass through the wrapped
+model, or DDP's gradient all-reduce (a sharded engine's gathers too) waits for it forever. So the processes first
+share how many rows each keeps (one small gather per micro-batch), and each computes as many rows as the process
+that keeps the most, at least one: its kept rows, then its shortest zero-advantage rows, which add nothing to the
+loss. When no process keeps a row, each computes one such row and the metrics TRL logged from it are dropped, as
+one process logs none for a micro-batch it skips whole.
 """
 
 from grpo_ext.run.trl_internals import Behaviour, Step, entropy_bonus
@@ -61,8 +71,6 @@ def blocker(trainer) -> str | None:
         return "top_entropy_quantile < 1 masks by a quantile over every row"
     if getattr(trainer, "aux_loss_enabled", False) or compat.logprob_path(compat.uses_liger(vars(args))) == "liger":
         return "a router auxiliary loss or Liger's fused loss sees every row"
-    if trainer.accelerator.num_processes > 1:
-        return "several processes: TRL gathers per-row metrics across them, which needs the same rows on each"
     return None
 
 
@@ -79,6 +87,18 @@ def kept_rows(inputs: dict):
 def _mask(inputs: dict):
     mask = inputs["completion_mask"]
     return mask if inputs.get("tool_mask") is None else mask * inputs["tool_mask"]
+
+
+def padded(inputs: dict, keep, rows: int):
+    """``keep`` (a bool tensor) with the shortest rows it leaves out added until it holds ``rows`` rows: what a
+    process computes when another keeps more rows than it does (the module's docstring, "Several processes")."""
+    lengths = _mask(inputs).sum(dim=1)
+    chosen = keep.clone()
+    more = rows - int(keep.sum())
+    if more > 0:
+        left_out = (~keep).nonzero().flatten()
+        chosen[left_out[lengths[left_out].argsort(stable=True)[:more]]] = True
+    return chosen
 
 
 def scale(loss_type: str, inputs: dict, keep) -> float:
@@ -121,6 +141,8 @@ class SkipZeroAdvantage(Behaviour):
     def on_loss(self, step: Step, model, inputs: dict, loss):
         if not self.decided:
             self.why, self.decided = blocker(step.trainer), True
+        if not self.why and step.trainer.accelerator.num_processes > 1:
+            return self._in_step(step, inputs, loss)
         keep = None if self.why else kept_rows(inputs)
         self.learned = bool(self.learned) or keep is None or bool(keep.any())
         rows = inputs["advantages"].size(0)
@@ -132,6 +154,32 @@ class SkipZeroAdvantage(Behaviour):
             return sum(p.sum() for p in model.parameters() if p.requires_grad) * 0.0
         factor = scale(step.trainer.loss_type, inputs, keep)
         return loss(subset(inputs, keep)) * factor
+
+    def _in_step(self, step: Step, inputs: dict, loss):
+        """Several processes: each computes as many rows as the process that keeps the most, at least one."""
+        import torch
+
+        rows = inputs["advantages"].size(0)
+        keep = kept_rows(inputs)
+        kept = rows if keep is None else int(keep.sum())
+        counts = step.trainer.accelerator.gather(torch.tensor([kept], device=inputs["advantages"].device))
+        most = int(counts.max())
+        self.learned = bool(self.learned) or most > 0  # the same on every process: the weights moved on all or none
+        computed = min(max(most, 1), rows)
+        step.log("skipped_rows", 1 - computed / rows)
+        if keep is None or computed == rows:
+            return loss(inputs)
+        chosen = padded(inputs, keep, computed)
+        metrics = step.metrics["train"]
+        before = {name: len(entries) for name, entries in metrics.items()}
+        result = loss(subset(inputs, chosen)) * scale(step.trainer.loss_type, inputs, chosen)
+        if most == 0:  # every process computed a row only to stay in step: TRL's metrics of it describe nothing
+            for name in list(metrics):
+                if name in before:
+                    del metrics[name][before[name] :]
+                else:
+                    del metrics[name]
+        return result
 
 
 def learned_nothing(trainer) -> bool:

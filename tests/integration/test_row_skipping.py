@@ -159,3 +159,18 @@ def test_two_steps_end_in_the_same_weights_with_skipping_on_and_off(tiny_model, 
     assert worst <= 1e-6, worst
     moved = max(float((weights[True][k] - start[k]).abs().max()) for k in start)
     assert moved > 1e-4, moved  # the steps did train: the equality is not of two untouched models
+
+
+@pytest.mark.parametrize(
+    "advantages, rows, chosen",
+    [
+        ([0.0, 2.0, 0.0, 0.0], 3, [False, True, True, True]),  # the two shortest rows left out join the kept one
+        ([0.0, 0.0, 0.0, 0.0], 1, [False, False, False, True]),  # nothing kept: the one shortest row
+        ([0.0, 2.0, 0.0, -1.0], 2, [False, True, False, True]),  # as many kept as asked: nothing added
+        ([0.0, 2.0, 0.0, 0.0], 4, [True, True, True, True]),  # every row
+    ],
+)
+def test_padded_adds_the_shortest_rows_left_out(advantages, rows, chosen):
+    inputs = {"completion_mask": torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0], [1, 1, 0, 0], [1, 0, 0, 0]])}
+    keep = torch.tensor(advantages) != 0
+    assert skipping.padded(inputs, keep, rows).tolist() == chosen

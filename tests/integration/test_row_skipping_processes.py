@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+import torch
 import yaml
 
 from tests.helpers import ROOT, resumable_doc
@@ -132,9 +134,21 @@ def test_gradient_on_two_processes_equals_trls(tiny_model, tmp_path):
                 assert found["logged"] == {"skipped_rows": 1, "entropy": 0, "clip_ratio/low_min": 0}, what
 
 
-def test_two_steps_on_two_processes_log_the_skip_share(tiny_model, digit_doc, tmp_path):
-    """Three flat prompts of four: each step one process holds the lively group and a flat one, the other two flat
-    groups, so it has no row to learn from and computes as many of its rows as the first keeps (half)."""
+FLAT = ["a flat prompt", "one more flat prompt", "the last flat prompt"]
+
+
+@pytest.mark.parametrize(
+    "last, skipped, unchanged",
+    [
+        # each step one process holds the lively group and a flat one, the other two flat groups: it has no row to
+        # learn from and computes as many of its rows as the first keeps (half)
+        ("a lively prompt", 0.5, False),
+        # no process has a row to learn from: each computes one of its 8, the weights stay the base model's, and
+        # the run says so
+        ("a fourth flat prompt", 7 / 8, True),
+    ],
+)
+def test_two_steps_on_two_processes_log_the_skip_share(tiny_model, digit_doc, tmp_path, last, skipped, unchanged):
     (tmp_path / "quarter.py").write_text(
         "def quarter(completions, prompts, **kwargs):\n"
         "    return [1.0 if 'flat' in str(p) else float(i % 2) for i, p in enumerate(prompts)]\n"
@@ -142,7 +156,7 @@ def test_two_steps_on_two_processes_log_the_skip_share(tiny_model, digit_doc, tm
     run = tmp_path / "run"
     doc = resumable_doc(digit_doc, tiny_model, run, max_steps=2, num_generations=4)
     doc["training"].update(save_strategy="no", per_device_train_batch_size=8, max_completion_length=4, learning_rate=1e-3)
-    doc["data"] = {"prompts": ["a flat prompt", "one more flat prompt", "the last flat prompt", "a lively prompt"]}
+    doc["data"] = {"prompts": [*FLAT, last]}
     doc["rewards"] = ["./quarter.py:quarter"]
     doc["groups"] = {"skip_zero_advantage": True}
     doc["health"] = {"preflight": False}
@@ -153,5 +167,12 @@ def test_two_steps_on_two_processes_log_the_skip_share(tiny_model, digit_doc, tm
     assert "rows with zero advantage are left out" in proc.stderr
     lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [line["step"] for line in lines] == [1, 2]
-    assert [line["skipped_rows"] for line in lines] == [0.5, 0.5]
-    assert json.loads((run / "summary.json").read_text())["status"] == "completed"
+    assert [line["skipped_rows"] for line in lines] == [skipped, skipped]
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["status"] == "completed"
+    assert bool(summary["final"]["unchanged"]) == unchanged, summary["final"]
+    if unchanged:
+        from safetensors.torch import load_file
+
+        start, end = load_file(tiny_model / "model.safetensors"), load_file(run / "final" / "model.safetensors")
+        assert all(torch.equal(start[k], end[k]) for k in start)  # exactly: every gradient was zero

@@ -35,7 +35,7 @@ from grpo_ext.results.watchdog import (
     dropped_line,
 )
 from grpo_ext.rewards import api
-from grpo_ext.run import rollouts, sampling
+from grpo_ext.run import launch, rollouts, sampling
 
 
 def _judged(score) -> bool:
@@ -246,11 +246,13 @@ def sample_and_score(
     *,
     chat: bool,
     limits: Health,
+    shared: bool = False,
 ):
     """Sample ``num_generations`` completions per row as training would, score each with every reward.
 
     ``s``: the run's eval settings (seed, precision, batch size), resampled at training's temperature and length
-    and with its ``generation_kwargs``.
+    and with its ``generation_kwargs``. With ``shared``, every process of a run samples its share of the rows and the
+    main process scores them all (``run.shares``); the others return None.
     Returns (stats, findings, seconds spent).
     """
     t0 = time.monotonic()
@@ -258,7 +260,9 @@ def sample_and_score(
     s = sampling.as_training(s, training, group)
     with sampling.random_state_kept():  # step 1 then samples what it would have without the pre-flight
         with sampling.precision(model, s):
-            completions, ids = sampling.sample(model, tokenizer, [r["prompt"] for r in rows], s)
+            completions, ids = sampling.sample(model, tokenizer, [r["prompt"] for r in rows], s, shared=shared)
+        if shared and not launch.is_main():
+            return None
         prompts, flat, extra = scoring.reward_inputs(rows, completions, chat=chat, completion_ids=ids)
         per_reward, seconds = {}, {}
         for fn in reward_funcs:
@@ -272,20 +276,25 @@ def sample_and_score(
     return stats, findings + cut, round(time.monotonic() - t0, 1)
 
 
-def sample_conversations(trainer, rows: list[dict], weights: list[float], training: Training, s, *, limits: Health):
+def sample_conversations(
+    trainer, rows: list[dict], weights: list[float], training: Training, s, *, limits: Health, shared: bool = False
+):
     """The pre-flight of a recipe with tools or an environment: ``num_generations`` conversations per row sampled by
     the trainer with its tool loop, at training's temperature and length (``run.rollouts``), scored as training
     scores them. Besides the reward verdicts: how often the model called a tool, wrote a call that could not be
     read, or got an error back, or had a result dropped, with a warning when it never called one, when most calls
     failed, or when most results were dropped; first, whether the worked examples' calls and results fit the budget.
-    Returns (stats, findings, seconds spent)."""
+    With ``shared``, every process of a run plays its share of the rows in step, and the main process judges them
+    all; the others return None. Returns (stats, findings, seconds spent)."""
     t0 = time.monotonic()
     group = training.effective("num_generations")
     s = sampling.as_training(s, training, group)
     tokenizer = trainer.processing_class
     worked = {e for row in rows for e in rollouts.worked_exchanges(tokenizer, row["prompt"])}
     with sampling.random_state_kept():
-        sampled = sampling.play(trainer, rows, s)  # s.samples is the group: as_training set it
+        sampled = sampling.play(trainer, rows, s, shared=shared)  # s.samples is the group: as_training set it
+    if shared and not launch.is_main():
+        return None
     names = list(sampled.scores)
     judges, partial = marks(getattr(trainer, "reward_funcs", []))
     stats, findings = verdicts(

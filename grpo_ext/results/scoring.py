@@ -9,7 +9,7 @@ import statistics
 
 from grpo_ext.results import evalstats
 from grpo_ext.rewards.api import RewardInfo, describe
-from grpo_ext.run import rollouts, sampling
+from grpo_ext.run import launch, rollouts, sampling
 
 
 def reward_inputs(
@@ -122,12 +122,31 @@ def score_model(
     """Sample ``s.samples`` completions per row (under bf16 autocast when ``s.bf16``) and score them with the rewards.
     With ``trainer`` (a recipe with tools or an environment), the trainer samples whole conversations with its tool
     loop and scores them (``run.rollouts``)."""
+    result = _score_model(model, tokenizer, rows, reward_funcs, s, chat, trainer, shared=False)
+    assert result is not None  # one process scores what it sampled
+    return result
+
+
+def score_shared(
+    model, tokenizer, rows: list[dict], reward_funcs: list, s: sampling.Settings, *, chat: bool, trainer=None
+) -> dict | None:
+    """``score_model`` on every process of a run: each samples its share of the rows (``run.shares``), the main
+    process scores them all and returns the result, the others None. On one process, ``score_model``."""
+    return _score_model(model, tokenizer, rows, reward_funcs, s, chat, trainer, shared=True)
+
+
+def _score_model(model, tokenizer, rows: list[dict], reward_funcs: list, s: sampling.Settings, chat: bool, trainer, shared: bool):
     with sampling.random_state_kept():  # training then draws what it would have drawn without an eval
         if trainer is not None:
-            result = score_rollouts(rows, sampling.play(trainer, rows, s), reward_funcs, s)
+            played = sampling.play(trainer, rows, s, shared=shared)
+            if shared and not launch.is_main():
+                return None
+            result = score_rollouts(rows, played, reward_funcs, s)
         else:
             with sampling.precision(model, s):
-                completions, ids = sampling.sample(model, tokenizer, [r["prompt"] for r in rows], s)
+                completions, ids = sampling.sample(model, tokenizer, [r["prompt"] for r in rows], s, shared=shared)
+            if shared and not launch.is_main():
+                return None
             result = score(
                 rows, completions, reward_funcs, chat=chat, pass_threshold=s.pass_threshold, completion_ids=ids, pass_at=s.pass_at
             )

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from grpo_ext.rewards.api import call_text
 from grpo_ext.rewards.tool_use import is_error, unanswered
-from grpo_ext.run import hardware, trainer, trl_internals
+from grpo_ext.run import hardware, shares, trainer, trl_internals
 from grpo_ext.run.trl_internals import Behaviour, Step
 
 CALL_TAG = "<tool_call>"  # what a ChatML tool call opens with (grpo_ext's template and the Qwen family's)
@@ -120,36 +120,55 @@ def _eval_sampling(trainer, samples: int, temperature: float, max_new_tokens: in
         trl_internals.forget_eval_metrics(trainer)
 
 
-def sample(trainer, rows: list[dict], *, samples: int, temperature: float, max_new_tokens: int, seed: int, batch_size: int):
+def sample(
+    trainer,
+    rows: list[dict],
+    *,
+    samples: int,
+    temperature: float,
+    max_new_tokens: int,
+    seed: int,
+    batch_size: int,
+    shared: bool = False,
+):
     """``samples`` conversations for each row (its columns reach the environment's ``reset`` and the rewards, as in
-    training), ``batch_size`` at a time, each batch seeded by ``seed`` and its position; returns ``Rollouts``."""
+    training), ``batch_size`` at a time, each batch seeded by ``seed`` and its position; returns ``Rollouts``. With
+    ``shared``, every process of the run plays its batches in step with the others (``run.shares``: TRL gathers
+    each batch's rewards across them) and every process gets every conversation."""
     import torch
 
     out = Rollouts()
     names = list(trainer.reward_func_names)
     seen = Captured()
     per_batch = max(1, batch_size // samples)
+    index, count = shares.processes() if shared else (0, 1)
+    batches = shares.plan(len(rows), per_batch, index, count, lockstep=True)
     was_training = trainer.model.training
     trainer.model.eval()
     try:
         with _eval_sampling(trainer, samples, temperature, max_new_tokens), trl_internals.behaving(trainer, seen):
-            for start in range(0, len(rows), per_batch):
+            for batch in batches:
                 # each sample its own copy: a reset's text is added to the last message of its own prompt (TRL 1.8 in place)
-                inputs = [copy.deepcopy(row) for row in rows[start : start + per_batch] for _ in range(samples)]
-                torch.manual_seed(seed + start)
+                inputs = [copy.deepcopy(rows[i]) for i in batch.rows for _ in range(samples)]
+                torch.manual_seed(seed + batch.start)
                 with torch.no_grad():
                     trl_internals.sample_batch(trainer, inputs)
     finally:
         trainer.model.train(was_training)
     stops = stop_ids(trainer.model, trainer.processing_class)
     out.iterations, out.budget = _iterations(trainer), max_new_tokens
-    for completions, ids, scores in seen.batches:
-        out.completions += [list(c) for c in completions]
-        out.completion_ids += [list(x) for x in ids]
-        out.cut += [cut_short(list(x), stops) for x in ids]
-        for j, name in enumerate(names):
-            column = scores[:, j].tolist()
-            out.scores.setdefault(name, []).extend(None if x != x else x for x in column)  # TRL's NaN is a None score
+    mine = []
+    for batch, (completions, ids, scores) in zip(batches, seen.batches, strict=True):
+        n = batch.kept * samples  # the filling's samples are dropped
+        own = scores[index * len(ids) : (index + 1) * len(ids)]  # TRL's scores are every process's rows, in process order
+        columns = {name: [None if x != x else x for x in own[:n, j].tolist()] for j, name in enumerate(names)}  # NaN: None
+        mine.append((batch.start, [list(c) for c in completions[:n]], [list(x) for x in ids[:n]], columns))
+    for _, completions, ids, columns in sorted(shares.gather(mine) if count > 1 else mine, key=lambda b: b[0]):
+        out.completions += completions
+        out.completion_ids += ids
+        out.cut += [cut_short(x, stops) for x in ids]
+        for name, column in columns.items():
+            out.scores.setdefault(name, []).extend(column)
     return out
 
 

@@ -1,6 +1,7 @@
 """Sample a model on prompts, as an eval, the pre-flight and ``grpo-ext filter`` do: N completions per prompt, with
 the arithmetic and the seeds that make two samplings of one model the same; or whole conversations, through the
-trainer's tool loop (``run.rollouts``). What the samples score is ``results.scoring``'s.
+trainer's tool loop (``run.rollouts``). What the samples score is ``results.scoring``'s. In a run on several
+processes each samples its share of the prompts and every process gets them all (``run.shares``).
 
 The settings of an eval (temperature, completion length, samples, precision, and the pass threshold its scoring
 reads) are worked out in one place, :func:`settings`, for the run's own eval, ``grpo-ext eval`` and ``grpo-ext
@@ -11,7 +12,7 @@ import contextlib
 import dataclasses
 
 from grpo_ext.recipe import Recipe, Training
-from grpo_ext.run import rollouts
+from grpo_ext.run import rollouts, shares
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,22 +91,25 @@ def _completion_ids(row, eos_id: int | None) -> list[int]:
     return ids
 
 
-def sample(model, tokenizer, prompts: list, s: Settings) -> tuple[list[list[str]], list[list[list[int]]]]:
-    """(texts, token ids): ``s.samples`` completions for each prompt, as text and as TRL's ``completion_ids``."""
+def sample(
+    model, tokenizer, prompts: list, s: Settings, *, shared: bool = False
+) -> tuple[list[list[str]], list[list[list[int]]]]:
+    """(texts, token ids): ``s.samples`` completions for each prompt, as text and as TRL's ``completion_ids``. With
+    ``shared``, on several processes each samples its batches (``run.shares``) and every process gets them all."""
     import torch
 
     samples, temperature = s.samples, s.temperature
     texts = _prompt_texts(tokenizer, prompts)
     per_batch = max(1, s.batch_size // samples)
-    out: list[list[str]] = []
-    out_ids: list[list[list[int]]] = []
+    index, count = shares.processes() if shared else (0, 1)
+    mine: list[tuple[int, list[list[str]], list[list[list[int]]]]] = []
     eos_id = tokenizer.eos_token_id
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
     try:
-        for start in range(0, len(texts), per_batch):
-            chunk = texts[start : start + per_batch]
+        for batch in shares.plan(len(texts), per_batch, index, count):
+            start, chunk = batch.start, [texts[i] for i in batch.rows]
             torch.manual_seed(s.seed + start)  # the same draws for the same prompts, whatever the model did before
             enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False, return_token_type_ids=False).to(
                 device
@@ -118,11 +122,17 @@ def sample(model, tokenizer, prompts: list, s: Settings) -> tuple[list[list[str]
             generated = ids[:, enc["input_ids"].shape[1] :]
             decoded = tokenizer.batch_decode(generated, skip_special_tokens=True)
             kept = [_completion_ids(row, eos_id) for row in generated]
-            out.extend(decoded[i * samples : (i + 1) * samples] for i in range(len(chunk)))
-            out_ids.extend(kept[i * samples : (i + 1) * samples] for i in range(len(chunk)))
+            mine.append(
+                (
+                    start,
+                    [decoded[i * samples : (i + 1) * samples] for i in range(len(chunk))],
+                    [kept[i * samples : (i + 1) * samples] for i in range(len(chunk))],
+                )
+            )
     finally:
         model.train(was_training)
-    return out, out_ids
+    every = sorted(shares.gather(mine) if count > 1 else mine, key=lambda batch: batch[0])
+    return [c for _, out, _ in every for c in out], [x for _, _, out_ids in every for x in out_ids]
 
 
 def precision(model, s: Settings):
@@ -151,9 +161,9 @@ def random_state_kept():
         np.random.set_state(numpy)
 
 
-def play(trainer, rows: list[dict], s: Settings) -> rollouts.Rollouts:
+def play(trainer, rows: list[dict], s: Settings, *, shared: bool = False) -> rollouts.Rollouts:
     """``s.samples`` conversations for each row, played by ``trainer`` through its tool loop under the sampling
-    settings of ``s`` (``run.rollouts.sample``)."""
+    settings of ``s`` (``run.rollouts.sample``); with ``shared``, on every process of the run, each its share."""
     return rollouts.sample(
         trainer,
         rows,
@@ -162,4 +172,5 @@ def play(trainer, rows: list[dict], s: Settings) -> rollouts.Rollouts:
         max_new_tokens=s.max_new_tokens,
         seed=s.seed,
         batch_size=s.batch_size,
+        shared=shared,
     )

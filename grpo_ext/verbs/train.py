@@ -457,19 +457,21 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
 
 
 def eval_pass(r: Run, label: str) -> dict | None:
-    """Phases 2 and 4: score the held-out rows with the rewards, under training's arithmetic; None without eval."""
-    if not r.eval_rows or not r.is_main:
+    """Phases 2 and 4: score the held-out rows with the rewards, under training's arithmetic; None without eval. On
+    several processes each samples its share of the rows and the main process scores them all (None on the others)."""
+    if not r.eval_rows:
         return None
-    agent = _agent(r, f"eval {label}")
-    if agent is False:
-        return None
+    agent = r.grpo if r.recipe.agentic else None  # a recipe with tools or an environment samples with the tool loop
     t0 = time.monotonic()
     if agent is not None:  # whole conversations, each turn a generate call: minutes on a CPU, where one reply takes seconds
         r.log(f"eval {label}: playing {len(r.eval_rows)} prompts x {r.eval_settings.samples} conversations with the tool loop")
-    result = scoring.score_model(
+    result = scoring.score_shared(
         r.grpo.model, r.tokenizer, r.eval_rows, r.recipe.reward_funcs, r.eval_settings, chat=r.chat, trainer=agent
     )
+    if result is None:  # another process than the main one: its samples went there
+        return None
     result["seconds"] = round(time.monotonic() - t0, 1)
+    _say_shared(r, f"eval {label}", len(r.eval_rows))
     rates = ", ".join(f"{k} {v['pass_rate']}" for k, v in result["rewards"].items())
     r.log(f"eval {label}: pass rate {rates} ({report.sample_count(result)}, {result['seconds']} s)")
     if "tools" in result:
@@ -481,27 +483,14 @@ def eval_pass(r: Run, label: str) -> dict | None:
     return result
 
 
-def _agent(r: Run, what: str):
-    """The trainer, for sampling with its tool loop when the recipe has tools or an environment; None without them;
-    False (said in one line) where the loop cannot run on the main process alone: TRL gathers each batch's rewards
-    across every process, so with several the others would wait for it."""
-    if not r.recipe.agentic:
-        return None
-    if launch.state().num_processes > 1:
-        r.log(f"{what} skipped: with tools it samples through the trainer, which needs every process (one process only)")
-        return False
-    return r.grpo
-
-
 def check_rewards(r: Run) -> None:
     """Phase 2a, the reward pre-flight (``health.preflight``): score the base model's samples on a few training
-    prompts before step 1; a warning is printed, or with ``fail`` stops the run."""
+    prompts before step 1; a warning is printed, or with ``fail`` stops the run. On several processes each samples
+    its share of the prompts, the main process judges them all, and every process stops when it says so."""
     cfg = r.recipe.health
-    if not cfg.preflight_on or not r.is_main or r.prepared.resume_from:
+    if not cfg.preflight_on or r.prepared.resume_from:
         return
-    agent = _agent(r, "health: pre-flight")
-    if agent is False:
-        return
+    agent = r.grpo if r.recipe.agentic else None  # a recipe with tools or an environment samples with the tool loop
     rows = list(r.grpo.train_dataset.select(range(min(quick.preflight_prompts(r.recipe), len(r.grpo.train_dataset)))))
     training = explore.first_steps(r.recipe.training, r.recipe.explore)
     if agent is not None:
@@ -509,14 +498,29 @@ def check_rewards(r: Run) -> None:
         scaled = quick.preflight_prompts(r.recipe) < quick.PREFLIGHT_PROMPTS and cfg.preflight_prompts is None
         why = f" ({quick.why('health.preflight_prompts', cfg.preflight_prompts, r.recipe.training)})" if scaled else ""
         r.log(f"pre-flight: playing {plural(len(rows), 'prompt')} x {group} conversations with the tool loop{why}")
-        stats, findings, seconds = preflight.sample_conversations(
-            agent, rows, r.recipe.weights, training, r.eval_settings, limits=cfg
-        )
+        found = preflight.sample_conversations(agent, rows, r.recipe.weights, training, r.eval_settings, limits=cfg, shared=True)
     else:
         funcs, weights = r.recipe.reward_funcs, r.recipe.weights
-        stats, findings, seconds = preflight.sample_and_score(
-            r.grpo.model, r.tokenizer, rows, funcs, weights, training, r.eval_settings, chat=r.chat, limits=cfg
+        found = preflight.sample_and_score(
+            r.grpo.model, r.tokenizer, rows, funcs, weights, training, r.eval_settings, chat=r.chat, limits=cfg, shared=True
         )
+    stop = launch.on_main_first(lambda: _preflight_verdict(r, found, len(rows)))  # every process stops, or none
+    if stop is not None:
+        raise watchdog.Unhealthy(stop)
+
+
+def _say_shared(r: Run, what: str, prompts: int) -> None:
+    """On several processes, one line saying that each sampled its share of the prompts (``run.shares``)."""
+    count = launch.world_size()
+    if count > 1:
+        r.log(f"{what}: {plural(prompts, 'prompt')} sampled by {count} processes, each its share")
+
+
+def _preflight_verdict(r: Run, found, prompts: int) -> str | None:
+    """On the main process: the pre-flight's lines and its record in the summary; the line a run stops on (``fail``
+    and a warning), else None."""
+    stats, findings, seconds = found
+    _say_shared(r, "pre-flight", prompts)
     r.log(f"pre-flight ({stats['total']['samples']} samples, {seconds} s): {preflight.describe(stats)}")
     if "tools" in stats:
         r.log(f"pre-flight: {preflight.describe_tools(stats['tools'])}")
@@ -524,8 +528,9 @@ def check_rewards(r: Run) -> None:
         r.log(finding.line())
     r.summary["health"] = {"preflight": {**stats, "seconds": seconds, "findings": [f.to_dict() for f in findings]}}
     warning = next((f for f in findings if f.severity == "warning"), None)
-    if warning is not None and cfg.preflight == "fail":
-        raise watchdog.Unhealthy(f"{warning.line()} (health.preflight: fail)")
+    if warning is not None and r.recipe.health.preflight == "fail":
+        return f"{warning.line()} (health.preflight: fail)"
+    return None
 
 
 def optimize(r: Run) -> None:

@@ -368,7 +368,7 @@ def test_preflight_samples_with_training_generation_settings(monkeypatch):
 
     seen = []
 
-    def fake_sample(model, tokenizer, prompts, s):
+    def fake_sample(model, tokenizer, prompts, s, shared=False):  # shared: each process its share (a run's pre-flight)
         seen.append(s)
         return [["7"] * s.samples for _ in prompts], [[[55]] * s.samples for _ in prompts]
 

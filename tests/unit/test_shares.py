@@ -1,0 +1,37 @@
+"""How an eval's prompts are shared among processes (run/shares.py): each batch keeps its prompts and its place (so
+its seed), every prompt is sampled by exactly one process, and in lockstep every process plays as many batches of
+as many prompts as the others."""
+
+import pytest
+
+from grpo_ext.run import shares
+
+
+@pytest.mark.parametrize(
+    "total, per_batch, count",
+    [
+        (5, 2, 1),  # one process: the batches of a plain loop, the last one short
+        (5, 2, 2),  # three batches on two processes: the second plays one fewer
+        (4, 2, 2),  # as many batches as processes
+        (1, 4, 2),  # fewer prompts than a batch holds, and a process with none of its own
+        (7, 3, 3),  # three processes, a short last batch
+        (2, 1, 4),  # more processes than batches
+    ],
+)
+@pytest.mark.parametrize("lockstep", [False, True])
+def test_every_prompt_once_in_its_own_batch(total, per_batch, count, lockstep):
+    plans = [shares.plan(total, per_batch, index, count, lockstep) for index in range(count)]
+    kept = sorted(row for plan in plans for batch in plan for row in batch.rows[: batch.kept])
+    assert kept == list(range(total))
+    own = sorted((b.start, b.rows[: b.kept]) for plan in plans for b in plan if b.kept)
+    assert own == [(s, tuple(range(s, min(s + per_batch, total)))) for s in range(0, total, per_batch)]
+    if lockstep and count > 1:  # TRL gathers each batch's rewards: the same calls, of the same size, everywhere
+        assert len({len(plan) for plan in plans}) == 1
+        assert {len(b.rows) for plan in plans for b in plan} == {per_batch}
+    else:  # nothing added
+        assert all(len(b.rows) == b.kept for plan in plans for b in plan)
+
+
+def test_one_process_plays_the_plain_loop():
+    plan = shares.plan(5, 2, lockstep=True)
+    assert [(b.start, b.rows, b.kept) for b in plan] == [(0, (0, 1), 2), (2, (2, 3), 2), (4, (4,), 1)]

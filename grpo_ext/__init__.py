@@ -19,6 +19,10 @@ From Python::
     grpo_ext.push("runs/digit", "me/digit-grpo", dry_run=True)            # what a push to the Hub would upload
     lines, healthy = grpo_ext.doctor("runs/digit")                        # a run's health findings and remedies
 
+What a run says while it works (the model it loads, each step, the evals) is records of the ``grpo_ext`` logger, which
+the command line writes as its ``grpo_ext: ...`` lines; from Python nothing is written until you install a handler:
+``logging.basicConfig(level=logging.INFO)``, or ``grpo_ext.core.console.show()`` for the command line's lines.
+
 Importing this package is cheap: each name above is imported when it is first used, and torch, transformers and trl
 only when a run needs them. ``grpo_ext.train`` is the function; ``python -m grpo_ext.train`` runs the command line's
 shim ``grpo_ext/train.py``, which is run, never imported.

@@ -13,12 +13,20 @@ rewards against its own mean, so joining groups from two rounds changes no kept 
 ``scale_rewards: batch`` each round's spread scales its own groups). ``num_items_in_batch``, the token count the
 ``dapo``, ``cispo`` and ``vespo`` losses divide by, is counted again on the joined batch.
 
-One process only: with several, TRL scores the groups of every process together and each keeps a slice, which a
-per-process refill would break; the run says so in its groups line and keeps every group.
+Several processes: TRL scores the groups of every process together (a group's completions may lie on two
+processes) and each keeps its slice of the rows, and each generation round is collective (TRL gathers every
+process's rewards), so every process must run the same rounds with the same number of rows. ``on_rewards`` sees
+every process's scores, so which groups are flat is known alike on each; the processes then share their generation
+batches (one gather of every process's rows), draw the same new prompts (the same seeded generator) and each
+generates its own contiguous share of them (``share``, rounded so that it splits evenly), share the scored rounds
+the same way, and so decide the same rounds and keep the same groups. Each then keeps its own slice of the joined
+batch, as many rows as it started with, and the metrics are the whole batch's, equal on every process (the extra
+rounds' seconds: the slowest process's). ``num_items_in_batch`` is counted on every process's rows, as TRL counts it.
 
 ``DynamicSampling`` does it at the trainer's batch hook (a ``Behaviour``, ``run/trl_internals.py``).
 """
 
+import math
 import time
 
 from grpo_ext.run.trl_internals import Behaviour, Step
@@ -45,8 +53,6 @@ IMAGES = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "image_sizes
 
 def blocker(trainer, batch: dict | None = None) -> str | None:
     """Why this trainer's generation batches must stay as TRL drew them (a short reason), or None."""
-    if trainer.accelerator.num_processes > 1:
-        return "several processes: TRL scores every process's groups together and each keeps a slice"
     data = trainer.train_dataset
     if not (hasattr(data, "__getitem__") and hasattr(data, "__len__")):
         return "a streamed training set: new prompts cannot be drawn from it"
@@ -156,6 +162,38 @@ def to_draw(missing: int, flat_share: float, groups: int) -> int:
     return min(groups, max(missing, -(-missing * 100 // max(1, round(100 * (1 - flat_share))))))
 
 
+def evenly(groups: int, group: int, processes: int) -> int:
+    """``groups`` rounded up so that their completions split evenly over the processes (each generates its share).
+
+    >>> evenly(3, 4, 2), evenly(3, 2, 4), evenly(3, 4, 1), evenly(4, 8, 3)
+    (3, 4, 3, 6)
+    """
+    step = processes // math.gcd(group, processes)
+    return -(-groups // step) * step
+
+
+def share(rows: list, process: int, processes: int) -> list:
+    """A process's contiguous share of rows drawn alike on every process, as TRL's sampler hands out a batch.
+
+    >>> share(list("aabbcc"), 1, 2), share(list("aabbcc"), 0, 3)
+    (['b', 'c', 'c'], ['a', 'a'])
+    """
+    each = len(rows) // processes
+    return rows[process * each : (process + 1) * each]
+
+
+def gathered(trainer, batch: dict, pad_id: int) -> dict:
+    """Every process's rows of a generation batch, joined in process order (the order of TRL's scores), on this
+    process's device; one gather (through the CPU, so that no process unpickles another's device)."""
+    import torch
+    from accelerate.utils import gather_object
+
+    device = batch["completion_ids"].device
+    mine = {key: value.cpu() if isinstance(value, torch.Tensor) else value for key, value in batch.items()}
+    parts = gather_object([mine])
+    return join([{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in p.items()} for p in parts], pad_id)
+
+
 def _group_rows(groups, group: int):
     """The row indices of the given groups, ``group`` completions each."""
     import torch
@@ -185,16 +223,26 @@ class DynamicSampling(Behaviour):
         group = trainer.num_generations
         if self.draws is None:
             self.draws = torch.Generator().manual_seed(trainer.args.seed + 1)
+        processes, process = trainer.accelerator.num_processes, trainer.accelerator.process_index
+        pad = trainer.processing_class.pad_token_id if hasattr(trainer, "processing_class") else trainer.tokenizer.pad_token_id
 
         def more(groups: int):
+            # the same draws on every process (one generator, the same calls); each generates its own share
+            groups = evenly(groups, group, processes)
             picks = torch.randint(len(trainer.train_dataset), (groups,), generator=self.draws).tolist()
             rows = [dict(trainer.train_dataset[i]) for i in picks for _ in range(group)]
-            new = step.generate(rows)
-            return new, flat_groups(self.scores, group)
+            new = step.generate(share(rows, process, processes))
+            return (new if processes == 1 else gathered(trainer, new, pad)), flat_groups(self.scores, group)
 
-        flat = flat_groups(self.scores, group)
-        pad = trainer.processing_class.pad_token_id if hasattr(trainer, "processing_class") else trainer.tokenizer.pad_token_id
-        batch, stats = refill(batch, flat, group, more, self.max_rounds, pad)
+        flat = flat_groups(self.scores, group)  # every process's groups: the same on each
+        if processes == 1 or not bool(flat.any()):
+            batch, stats = refill(batch, flat, group, more, self.max_rounds, pad)
+        else:
+            rows = _rows(batch)
+            whole, stats = refill(gathered(trainer, batch, pad), flat, group, more, self.max_rounds, pad)
+            batch = take(whole, torch.arange(process * rows, (process + 1) * rows))
+            seconds = torch.tensor([stats["groups/extra_seconds"]], device=batch["advantages"].device)
+            stats["groups/extra_seconds"] = float(trainer.accelerator.gather(seconds).max())
         for key, value in stats.items():
             step.log(key, value)
         return batch

@@ -142,20 +142,6 @@ def _check_pass_at(ev: Section, problems: list[Problem]) -> None:
         )
 
 
-def _check_greedy(ev: Section, problems: list[Problem]) -> None:
-    """eval.temperature 0 is a greedy eval: one reply a prompt (generate refuses several greedy replies, and each would
-    be the same one)."""
-    samples = ev.get("samples")
-    if ev.get("temperature") == 0 and isinstance(samples, int) and samples > 1:
-        problems.append(
-            Problem(
-                ("eval", "samples"),
-                f"{samples} at eval.temperature 0: a greedy eval gives one reply a prompt; set eval.samples: 1, "
-                "or eval.temperature above 0 to sample several",
-            )
-        )
-
-
 TRAIN_SOURCES = ("prompts", "file", "source", "hub")
 # the training rows of a recipe whose environment writes its prompts (data names no training rows): TRL's own
 # placeholder rows when it is given no dataset, here also carrying data.system_prompt and data.examples
@@ -547,7 +533,6 @@ def validate(doc: Section, path: Path | None = None) -> Recipe:
     owned = environment_given and data is not None and all(data.get(k) is None for k in (*TRAIN_SOURCES, "mixture"))
     if evaluation is not None:
         _check_pass_at(evaluation, problems)
-        _check_greedy(evaluation, problems)
     if isinstance(top.get("output_dir"), str):
         refused = output_dir.check(top["output_dir"], path)
         problems.extend([problem(refused)] if refused else [])

@@ -118,8 +118,10 @@ def sample(
             with torch.no_grad():
                 settings = {"max_new_tokens": s.max_new_tokens, "pad_token_id": tokenizer.pad_token_id, "top_k": 0, "top_p": 1.0}
                 settings |= sampling | dict(s.generation)  # training's generation_kwargs win, as they do in TRL
-                ids = model.generate(**enc, num_return_sequences=samples, **settings)
-            generated = ids[:, enc["input_ids"].shape[1] :]
+                # greedy: one reply a prompt, given `samples` times (generate refuses several greedy replies, each the same)
+                returned = samples if temperature > 0 else 1
+                ids = model.generate(**enc, num_return_sequences=returned, **settings)
+            generated = ids[:, enc["input_ids"].shape[1] :].repeat_interleave(samples // returned, dim=0)
             decoded = tokenizer.batch_decode(generated, skip_special_tokens=True)
             kept = [_completion_ids(row, eos_id) for row in generated]
             mine.append(

@@ -373,6 +373,24 @@ def test_sample_returns_texts_and_completion_ids(tiny_model):
     assert texts == sampling.generate(model, tokenizer, ["a", "b c", "d e f"], s)
 
 
+def test_a_greedy_eval_gives_its_one_reply_each_sample(tiny_model):
+    """eval.temperature 0 with several samples: generate refuses several greedy replies to a prompt, so the one reply
+    is each sample (it raised after the model loaded, at the eval before step 1)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from grpo_ext.run import sampling
+
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    tokenizer.padding_side = "left"
+    model = AutoModelForCausalLM.from_pretrained(tiny_model)
+    s = sampling.Settings(samples=3, max_new_tokens=5, temperature=0.0, batch_size=6, pass_threshold=1.0, seed=0)
+    texts, ids = sampling.sample(model, tokenizer, ["a", "b c", "d e f"], s)
+    assert [len(t) for t in texts] == [3, 3, 3] and all(len(set(t)) == 1 for t in texts)
+    assert all(row == per_prompt[0] for per_prompt in ids for row in per_prompt)
+    one, _ = sampling.sample(model, tokenizer, ["a", "b c", "d e f"], sampling.greedy(s))
+    assert [t[0] for t in texts] == [t[0] for t in one]  # the reply of a greedy eval of one sample
+
+
 # --- friction -----------------------------------------------------------------------------------------------
 
 

@@ -30,28 +30,6 @@ def test_pass_at_key(pass_at, problem, digit_doc):
         assert any(problem in line for line in info.value.lines()), info.value.lines()
 
 
-@pytest.mark.parametrize(
-    "section, problem",
-    [
-        ({"temperature": 0, "samples": 1}, None),  # a greedy eval: one reply a prompt
-        ({"temperature": 0.7, "samples": 8}, None),  # sampled: as many as asked
-        ({"temperature": None, "samples": 8}, None),  # training's temperature, which is above 0
-        ({"temperature": 0, "samples": 8}, "eval.samples: 8 at eval.temperature 0: a greedy eval gives one reply a prompt"),
-        ({"temperature": 0.0, "samples": 2, "pass_at": [1]}, "eval.samples: 2 at eval.temperature 0"),
-    ],
-)
-def test_a_greedy_eval_samples_once(section, problem, digit_doc):
-    """generate refuses several greedy replies to a prompt (each would be the same): refused at validate, not at the
-    eval before step 1."""
-    digit_doc["eval"] |= section
-    if problem is None:
-        assert recipe.validate(digit_doc).eval.samples == section["samples"]
-    else:
-        with pytest.raises(RecipeError) as info:
-            recipe.validate(digit_doc)
-        assert any(problem in line for line in info.value.lines()), info.value.lines()
-
-
 def test_settings_pass_at_defaults_to_1_and_samples(digit_doc):
     digit_doc["eval"]["samples"] = 4
     assert sampling.settings(recipe.validate(digit_doc), bf16=False).pass_at == (1, 4)

@@ -15,6 +15,13 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(name, "1")
 
+from grpo_ext.core import console  # noqa: E402
+
+# In-process tests read grpo_ext's lines as the command line writes them (grpo_ext: ...), whichever test ran first:
+# cli.main installs the same handler, and a test that calls a function directly would otherwise see the lines only
+# after some other test ran a command in its worker.
+console.show()
+
 TIERS = ("unit", "integration", "slow")  # the folders under tests/, each its own marker
 
 

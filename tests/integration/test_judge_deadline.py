@@ -171,7 +171,8 @@ def test_train_scores_none_once_the_judge_trickles_and_exits(tiny_model, digit_d
     assert proc.returncode == 0, proc.stderr
     warnings = [line for line in proc.stderr.splitlines() if "llm_judge" in line and "warning" in line]
     assert warnings == [
-        f"warning: llm_judge at {judge.url}: 4 of 4 requests failed (no answer within call_seconds={DEADLINE}); scored None"
+        f"grpo_ext: warning: llm_judge at {judge.url}: 4 of 4 requests failed "
+        f"(no answer within call_seconds={DEADLINE}); scored None"
     ]
     metrics = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     judged = [m.get("rewards/llm_judge/mean") for m in metrics if "rewards/digit_exact/mean" in m]

@@ -200,7 +200,7 @@ def test_a_refusal_quotes_the_server(respond, model, key_env, message, hint, mon
         with pytest.raises(RecipeError) as refused:
             judge.preflight()
     assert capsys.readouterr().err.splitlines()[-1] == (
-        f"warning: llm_judge at {grader.url}: 1 of 1 requests failed ({message}); scored None"
+        f"grpo_ext: warning: llm_judge at {grader.url}: 1 of 1 requests failed ({message}); scored None"
     )
     assert str(refused.value) == f"error: llm_judge: {grader.url} refused a test request: {message}{hint}"
 
@@ -215,7 +215,8 @@ def test_a_key_variable_that_is_not_set_is_a_warning_at_validate(digit_doc, tmp_
     out, err = capsys.readouterr()
     assert out == f"{recipe}: ok\n"
     assert err == (
-        "warning: llm_judge: api_key_env names GRPO_EXT_TEST_JUDGE_KEY, which is not set here; requests go without a key "
+        "grpo_ext: warning: llm_judge: api_key_env names GRPO_EXT_TEST_JUDGE_KEY, which is not set here; "
+        "requests go without a key "
         "(export GRPO_EXT_TEST_JUDGE_KEY=... before the run, or leave api_key_env out for a server that needs none)\n"
     )
     monkeypatch.setenv("GRPO_EXT_TEST_JUDGE_KEY", "secret")  # set: nothing to say
@@ -236,11 +237,11 @@ def test_answers_from_the_cache_do_not_say_the_judge_answers_again(capsys):
         grader.failing = False
         assert judge(prompts=["p", "p"], completions=["a", "d"]) == [0.7, 0.7]
     assert capsys.readouterr().err.splitlines() == [
-        f"warning: llm_judge at {grader.url}: 1 of 2 requests failed (InternalServerError (HTTP 503): the engine is down); "
-        "scored None; 1 of 2 answered from the cache",
-        f"llm_judge at {grader.url}: all 2 answers came from the cache (asked before it failed); the server was not asked, "
-        "so it may still be failing",
-        f"llm_judge at {grader.url}: answering again; 1 of 2 answered from the cache",
+        f"grpo_ext: warning: llm_judge at {grader.url}: 1 of 2 requests failed "
+        "(InternalServerError (HTTP 503): the engine is down); scored None; 1 of 2 answered from the cache",
+        f"grpo_ext: llm_judge at {grader.url}: all 2 answers came from the cache (asked before it failed); "
+        "the server was not asked, so it may still be failing",
+        f"grpo_ext: llm_judge at {grader.url}: answering again; 1 of 2 answered from the cache",
     ]
 
 

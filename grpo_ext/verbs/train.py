@@ -461,7 +461,7 @@ def eval_pass(r: Run, label: str) -> dict | None:
     several processes each samples its share of the rows and the main process scores them all (None on the others)."""
     if not r.eval_rows:
         return None
-    agent = r.grpo if r.recipe.agentic else None  # a recipe with tools or an environment samples with the tool loop
+    agent = _tool_loop(r)
     t0 = time.monotonic()
     if agent is not None:  # whole conversations, each turn a generate call: minutes on a CPU, where one reply takes seconds
         r.log(f"eval {label}: playing {len(r.eval_rows)} prompts x {r.eval_settings.samples} conversations with the tool loop")
@@ -483,6 +483,12 @@ def eval_pass(r: Run, label: str) -> dict | None:
     return result
 
 
+def _tool_loop(r: Run):
+    """The trainer, whose tool loop an eval or the pre-flight samples with when the recipe has tools or an
+    environment; None for single replies."""
+    return r.grpo if r.recipe.agentic else None
+
+
 def check_rewards(r: Run) -> None:
     """Phase 2a, the reward pre-flight (``health.preflight``): score the base model's samples on a few training
     prompts before step 1; a warning is printed, or with ``fail`` stops the run. On several processes each samples
@@ -490,7 +496,7 @@ def check_rewards(r: Run) -> None:
     cfg = r.recipe.health
     if not cfg.preflight_on or r.prepared.resume_from:
         return
-    agent = r.grpo if r.recipe.agentic else None  # a recipe with tools or an environment samples with the tool loop
+    agent = _tool_loop(r)
     rows = list(r.grpo.train_dataset.select(range(min(quick.preflight_prompts(r.recipe), len(r.grpo.train_dataset)))))
     training = explore.first_steps(r.recipe.training, r.recipe.explore)
     if agent is not None:

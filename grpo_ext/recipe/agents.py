@@ -37,6 +37,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, TypeGuard
 
+from grpo_ext import tools as toolbox  # its modules load on first use (its __init__): a recipe without tools never does
 from grpo_ext.core import references
 from grpo_ext.core.errors import Loc, Problem, RunError, problem, where
 from grpo_ext.core.files import resolve_path
@@ -45,8 +46,6 @@ from grpo_ext.core.values import kind_of
 from grpo_ext.data import examples
 from grpo_ext.recipe.read import absolute_path
 from grpo_ext.settings import compat
-from grpo_ext.tools import check_environment, check_names, check_reset, check_tool, environments, library
-from grpo_ext.tools.checks import tool_methods
 
 Tool = Callable[..., Any]  # a function the model may call, as TRL takes it
 PATH_ARGS = ("path", "folder")  # the library factories' file and folder arguments, relative to the recipe
@@ -97,9 +96,9 @@ def check(top: dict[str, Any], base_dir: Path, problems: list[Problem]) -> tuple
     # a row is shown the tools and its own environment's methods: a name used twice there reaches one of them
     shown_to = {f"{where(ENVIRONMENT)}.{name}.": cls for name, cls in classes.items()}
     shown_to |= {f"{where(ENVIRONMENT)}.": environment} if environment is not None else {}
-    lines = check_names(names)
+    lines = toolbox.check_names(names)
     for prefix, cls in shown_to.items():
-        lines += check_names({**names, **{f"{prefix}{n}": n for n in tool_methods(cls)}})
+        lines += toolbox.check_names({**names, **{f"{prefix}{n}": n for n in toolbox.tool_methods(cls)}})
     problems.extend(map(problem, dict.fromkeys(lines)))
     return built, environment, classes
 
@@ -174,7 +173,7 @@ def _tool(entry: object, loc: Loc, base_dir: Path, problems: list[Problem]) -> T
         return None
     name, args = named
     try:
-        obj, is_factory = library.find(name, base_dir)
+        obj, is_factory = toolbox.find(name, base_dir)
     except LookupError as exc:
         problems.append(Problem((*loc, "name"), str(exc)))
         return None
@@ -186,9 +185,9 @@ def _tool(entry: object, loc: Loc, base_dir: Path, problems: list[Problem]) -> T
         except (Exception, SystemExit) as exc:
             problems.append(Problem((*loc, "args"), f"{name!r} refused them: {type(exc).__name__}: {exc}"))
             return None
-    if name in library.REGISTRY:
+    if name in toolbox.REGISTRY:
         return obj  # the library's own pass the checks, held against transformers in tests/unit/test_tools.py
-    found = check_tool(obj, where(loc))  # reads the docstring with transformers' parser: most of a validation's time
+    found = toolbox.check_tool(obj, where(loc))  # reads the docstring with transformers' parser: most of a validation's time
     problems.extend(map(problem, found))
     return None if found else obj
 
@@ -198,19 +197,19 @@ def _environment(entry: object, at: Loc, base_dir: Path, problems: list[Problem]
     args checked against its constructor, problems appended; the class even when it has some, so that the rows are
     held against its ``reset`` in the same round (the recipe is refused all the same); None when nothing is found,
     or what is found is not a class."""
-    names = ", ".join(environments.REGISTRY)
+    names = ", ".join(toolbox.environments.REGISTRY)
     named = _named(entry, at, f"an environment is a class's name ({names}, file.py:Class, module:Class)", problems)
     if named is None:
         return None
     ref, args = named
     loc = (*at, "name") if isinstance(entry, dict) else at
     try:
-        cls, _ = references.find(environments.KIND, ref, base_dir)
+        cls, _ = references.find(toolbox.environments.KIND, ref, base_dir)
     except LookupError as exc:
         problems.append(Problem(loc, str(exc)))
         return None
     # the library's are checked in tests/unit/test_tool_runs.py, as the library's tools are
-    found = [] if ref in environments.REGISTRY else check_environment(cls, where(at))
+    found = [] if ref in toolbox.environments.REGISTRY else toolbox.check_environment(cls, where(at))
     if not inspect.isclass(cls):
         problems.extend(map(problem, found))
         return None
@@ -285,7 +284,7 @@ def check_rows(environment: type, columns: dict[str, tuple[list[str] | None, str
         problem(found)
         for cols, rows in columns.values()
         if cols is not None
-        for found in check_reset(environment, [c for c in cols if not (routed and c == ROUTE)], rows, where(at))
+        for found in toolbox.check_reset(environment, [c for c in cols if not (routed and c == ROUTE)], rows, where(at))
     ]
 
 
@@ -333,7 +332,7 @@ def portable(entry: str | dict[str, Any], base_dir: Path, key: str = "tools") ->
     if isinstance(entry, str):
         return str(absolute_path([key], entry, base_dir))
     args = entry.get("args") or {}
-    if entry["name"] in library.REGISTRY:  # a library factory reads them from the recipe's folder (_tool)
+    if entry["name"] in toolbox.REGISTRY:  # a library factory reads them from the recipe's folder (_tool)
         args = _paths(args, base_dir)
     return {**entry, "name": absolute_path([key], entry["name"], base_dir), **({"args": args} if args else {})}
 
@@ -347,7 +346,7 @@ def functions_shown(tools: list[Tool], environments: list[type]) -> list[Tool]:
     """Every function the model is shown: the recipe's tools, then each environment's tool methods (as functions of
     its class: transformers writes their schema without ``self``, as TRL's tool loop does for an instance's). With
     several environments a row is shown its own environment's alone: this is every row's, the most a prompt holds."""
-    return [*tools, *(getattr(cls, n) for cls in environments for n in tool_methods(cls))]
+    return [*tools, *(getattr(cls, n) for cls in environments for n in toolbox.tool_methods(cls))]
 
 
 def describe(tools: list[Tool], environments: list[type]) -> list[str]:

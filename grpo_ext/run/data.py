@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from grpo_ext import tools  # its modules load when a recipe has an environment (its __init__)
 from grpo_ext.core.errors import Loc, Problem, RecipeError, RunError, problem, where
 from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import first_line, listing, plural
@@ -28,7 +29,6 @@ from grpo_ext.data import datafiles, examples, mixture
 from grpo_ext.recipe import Data, held_out_size
 from grpo_ext.recipe.agents import ROUTE
 from grpo_ext.rewards.guard import missing_columns
-from grpo_ext.tools import check_reset
 
 DATA: Loc = ("data",)
 
@@ -164,7 +164,7 @@ def _train(d: Data, base_dir: Path, reward_funcs: list, environment: type | None
 def _check_columns(reward_funcs: list, columns: list[str], rows: str, environment: type | None = None) -> None:
     """The columns of rows only loading tells (a hub dataset's) against what the rewards and reset need of them."""
     problems = missing_columns(reward_funcs, columns, rows)
-    problems += check_reset(environment, columns, rows, "environment") if environment is not None else []
+    problems += tools.check_reset(environment, columns, rows, "environment") if environment is not None else []
     if problems:
         raise RecipeError(map(problem, problems))
 

@@ -53,8 +53,10 @@ def is_module(dotted: str) -> bool:
 
 
 def own_imports(tree: ast.Module) -> list[tuple[str, ast.AST, bool]]:
-    """(imported grpo_ext module, node, at the top of the file) for each import of the package's own modules."""
-    top = {id(node) for node in tree.body}
+    """(imported grpo_ext module, node, at the top of the file) for each import of the package's own modules; one
+    under a top-level ``if TYPE_CHECKING:`` (names a type checker reads that load on first use) is at the top."""
+    typing_only = [n for n in tree.body if isinstance(n, ast.If) and getattr(n.test, "id", None) == "TYPE_CHECKING"]
+    top = {id(node) for node in [*tree.body, *(inner for block in typing_only for inner in block.body)]}
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):

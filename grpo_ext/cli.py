@@ -31,7 +31,7 @@ import os
 import sys
 
 from grpo_ext.core import console
-from grpo_ext.core.errors import RecipeError, RunError
+from grpo_ext.core.errors import ElsewhereError, RecipeError, RunError
 
 # Each command and the module that owns it: its parser (``add_parser(subparsers)``) and the function the command
 # runs. A command's module is imported when that command is parsed, so that ``grpo-ext validate`` loads neither
@@ -91,6 +91,9 @@ def main(argv: list[str] | None = None) -> int:
         for line in exc.lines():
             print(line, file=sys.stderr)
         return 2
+    except ElsewhereError as exc:  # another process of the run printed the error line
+        print(f"grpo_ext: {exc}", file=sys.stderr)
+        return 1
     except RunError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -72,3 +72,8 @@ class RecipeError(Exception):
 
 class RunError(Exception):
     """A failure while running (model load, training, reward crash). The CLI prints one line and exits 1."""
+
+
+class ElsewhereError(RunError):
+    """A multi-process run stopped because another of its processes failed and printed its own ``error:`` line: the
+    CLI says so in a plain line and exits 1, so that the user reads the error once."""

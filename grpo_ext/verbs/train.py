@@ -86,10 +86,16 @@ def train(
             if reward.info.preflight is not None:
                 reward.info.preflight()
         resuming = True if resume else (False if overwrite else recipe.resume)  # --resume, or the recipe's resume
+        launch.begin(recipe.training.effective("ddp_timeout"))  # several processes: a collective waits this long at most
         prepared = launch.on_main_first(lambda: _prepare(recipe, overwrite, resuming, accept_changes))
         summary = run(recipe, prepared, verbose, callbacks)
         completed = True
         return summary
+    except launch.Terminated as exc:  # the launcher ended this process before the run's phases began or after them
+        raise launch.lost(exc, recipe.training.effective("ddp_timeout"))[0] from None
+    except (RunError, RecipeError) as exc:
+        launch.failed(exc)  # several processes: the line the others read when their collectives fail
+        raise
     finally:
         if prepared is not None and launch.is_main():
             rundir.discard_if_empty(prepared)  # lets go of the lock; a directory that got nothing is removed
@@ -126,6 +132,7 @@ def _prepare(recipe: Recipe, overwrite: bool, resume: bool | str, accept_changes
     try:
         if prepared.previous is not None:
             prepared.changes = _resume_changes(prepared.path / "recipe.yaml", recipe, accept_changes)
+            prepared.changes += _resume_processes(prepared, recipe, accept_changes)
     except RecipeError:
         rundir.release(prepared.path)
         raise
@@ -160,6 +167,44 @@ def _resume_changes(recorded: Path, recipe: Recipe, accept_changes: bool) -> lis
             f"to continue with the change recorded"
         )
     return changed
+
+
+def _processes(n: int) -> str:
+    return f"{n} process{'' if n == 1 else 'es'}"
+
+
+def _resume_processes(prepared: rundir.Prepared, recipe: Recipe, accept_changes: bool) -> list[str]:
+    """The change of process count this resume makes (``processes (2 -> 1)``), or none; RecipeError unless accepted.
+    TRL's checkpoint loads on any count (DDP's optimizer state is whole on every process), but each step's batch is
+    ``per_device_train_batch_size x gradient_accumulation_steps`` on each process, so it changes with the count, the
+    prompts after the checkpoint follow the new layout, and a process finds its random streams only in a checkpoint
+    of the same layout (transformers' ``rng_state_N.pth``, or ``rng_state.pth`` on one process)."""
+    before, now = (prepared.previous or {}).get("processes"), launch.world_size()
+    if not isinstance(before, int) or before == now or prepared.resume_from is None:
+        return []
+    training = recipe.training
+    each = training.effective("per_device_train_batch_size") * training.effective("gradient_accumulation_steps")
+    took, takes = each * before, each * now
+    if not accept_changes:
+        raise RecipeError(
+            f"--resume: {prepared.path} trained on {_processes(before)} and this launch has {now}, so each step would take "
+            f"{takes} completions where it took {took} (per_device_train_batch_size x gradient_accumulation_steps x "
+            f"processes) and its prompts would follow another order; launch it on {_processes(before)} (accelerate launch "
+            f"--num_processes {before}), start a new run (output_dir=runs/new), or pass --accept-changes to continue on "
+            f"{now} with the change recorded"
+        )
+    checkpoint = prepared.resume_from
+    fresh = now if 1 in (before, now) else max(0, now - before)  # those without an rng_state file of their own
+    streams = ""
+    if fresh == now:
+        streams = f", and the random streams start afresh ({checkpoint.name} holds none for {_processes(now)})"
+    elif fresh:
+        streams = f", and {fresh} of the {now} processes start fresh random streams ({checkpoint.name} holds none of theirs)"
+    prepared.notes.append(
+        f"resume: processes {before} -> {now} (accepted): each step takes {takes} completions where it took {took}, the "
+        f"prompts after step {rundir.step_of(checkpoint)} follow the new layout{streams}"
+    )
+    return [f"processes ({before} -> {now})"]
 
 
 def _training_data(d: Data) -> str:
@@ -698,7 +743,11 @@ def run(recipe: Recipe, prepared: rundir.Prepared, verbose: bool = False, callba
     except (RunError, RecipeError) as exc:
         _stopped(r, "failed", f"{type(exc).__name__}: {exc}")
         raise
-    except Exception as exc:
+    except (Exception, launch.Terminated) as exc:
+        peer = launch.lost(exc, recipe.training.effective("ddp_timeout"))  # another process failed, ended or hangs
+        if peer is not None:
+            _stopped(r, "failed", peer[1])
+            raise peer[0] from None
         raise _failure(r.dir, exc, _stopped(r, "failed", f"{type(exc).__name__}: {exc}")) from exc
     return r.summary
 

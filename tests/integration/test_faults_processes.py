@@ -132,7 +132,9 @@ def test_a_reward_that_raises_on_one_process_stops_both_with_one_error_line(rank
     summary = json.loads((tmp_path / "run" / "summary.json").read_text())
     assert summary["status"] == "failed" and summary["processes"] == 2
     assert errors[0].removeprefix("error: ") in summary["error"]  # the reward's line, wherever it raised
-    assert stop < 30, f"{stop:.1f} s"  # liveness: 7-8 s measured on two busy cores (summary and report written)
+    # liveness: 7-12 s measured on two busy cores (summary and report written), where a wait for the collective
+    # timeout would take training.ddp_timeout's default of 1800 s
+    assert stop < 60, f"{stop:.1f} s"
 
 
 @pytest.fixture(scope="module")
@@ -161,7 +163,7 @@ def test_a_process_killed_mid_step_stops_the_others(killed_run):
     assert _errors(proc.stderr) == [KILLED_LINE], proc.stderr[-3000:]
     assert "exitcode  : -9" in proc.stderr  # torchrun's own report names the killed rank
     assert summary["status"] == "failed" and summary["error"] == f"RunError: {KILLED_LINE.removeprefix('error: ')}"
-    assert stop < 30, f"{stop:.1f} s"  # liveness: 6 s measured on two busy cores, not training.ddp_timeout
+    assert stop < 60, f"{stop:.1f} s"  # liveness: 6 s measured on two busy cores, not training.ddp_timeout's 1800
 
 
 def test_a_hung_process_stops_the_others_after_ddp_timeout(tiny_model, digit_doc, tmp_path):

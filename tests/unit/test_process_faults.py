@@ -127,3 +127,24 @@ def test_resume_on_another_process_count(before, now, accept, changes, said, pre
         return
     assert train._resume_processes(run, recipe, accept) == changes
     assert run.notes == ([said] if said else [])
+
+
+@pytest.mark.parametrize(
+    ("raised", "status", "printed"),
+    [
+        (RunError("a fault of this process"), 1, "error: a fault of this process\n"),
+        # another process printed the error line: this one says it stopped, in a plain line
+        (ElsewhereError("stopped: process 1 of 2 failed"), 1, "grpo_ext: stopped: process 1 of 2 failed\n"),
+    ],
+)
+def test_the_command_line_prints_an_error_once(raised, status, printed, monkeypatch, capsys):
+    import argparse
+
+    from grpo_ext import cli
+
+    def fails(args):
+        raise raised
+
+    monkeypatch.setattr(cli, "parse_args", lambda argv: argparse.Namespace(fn=fails))
+    assert cli.main(["train", "x.yaml"]) == status
+    assert capsys.readouterr().err == printed

@@ -5,7 +5,9 @@ decide alike. torch is imported only inside the functions that ask the device.
 """
 
 import importlib.metadata
+import os
 import platform
+from collections.abc import Mapping
 from pathlib import Path
 
 from grpo_ext.recipe import Recipe
@@ -90,11 +92,25 @@ def checkpointing_default(kwargs: dict, count_params) -> list[str]:
 
 def device_defaults(kwargs: dict, quantized: bool) -> list[str]:
     """use_cpu and bf16 for this machine where the recipe leaves them open (in place), for a ``quantized`` base or
-    not; the announcements."""
+    not; the announcements, with what a sharded launch becomes here."""
     import torch
 
     has_cuda = torch.cuda.is_available()
-    return hardware_defaults(kwargs, has_cuda, has_cuda and torch.cuda.is_bf16_supported(), cpu_bf16(), quantized)
+    notes = hardware_defaults(kwargs, has_cuda, has_cuda and torch.cuda.is_bf16_supported(), cpu_bf16(), quantized)
+    return notes + sharding_notes(os.environ, has_cuda)
+
+
+def sharding_notes(environ: Mapping[str, str], has_cuda: bool) -> list[str]:
+    """What an FSDP launch (``accelerate launch`` sets ACCELERATE_USE_FSDP for configs/fsdp.yaml) becomes without a
+    CUDA device: accelerate makes a run FSDP only on its GPU-like device types, and on the CPU its processes run DDP
+    over gloo, without a word of its own. DeepSpeed ZeRO runs on the CPU (tests/integration/test_sharding_cpu.py)."""
+    if has_cuda or environ.get("ACCELERATE_USE_FSDP", "false").lower() != "true":
+        return []
+    processes = environ.get("WORLD_SIZE", "1")
+    return [
+        f"FSDP: accelerate shards only on GPUs: without a CUDA device these {processes} processes run DDP over gloo, "
+        "each holding the whole model and its optimizer state (as with configs/cpu-ddp.yaml)"
+    ]
 
 
 def uses_bf16(recipe: Recipe) -> bool:

@@ -179,7 +179,9 @@ def test_a_hung_process_stops_the_others_after_ddp_timeout(tiny_model, digit_doc
         "and continue from the last complete checkpoint with --resume"
     )
     assert _errors(proc.stderr) == [line], proc.stderr[-3000:]
-    assert DDP_TIMEOUT <= stop < DDP_TIMEOUT + 60, f"{stop:.1f} s"
+    # the wait is the timeout (the main process may reach the gather a moment before the other process hangs), and
+    # the stop after it takes seconds (6-10 s measured)
+    assert DDP_TIMEOUT - 2 < stop < DDP_TIMEOUT + 60, f"{stop:.1f} s"
 
 
 def test_resume_on_another_process_count(killed_run, tmp_path):

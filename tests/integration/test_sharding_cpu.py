@@ -7,9 +7,9 @@ FSDP: accelerate 1.16 turns a launch into FSDP only for its GPU-like device type
 DDP, so the run ends with DDP's weights to the bit, and grpo_ext says so. DeepSpeed ZeRO-2 and ZeRO-3 run on the CPU
 (DeepSpeed's CPU accelerator, gloo) when deepspeed is installed, which the project's extras do not do: those tests
 skip without it. DeepSpeed builds a C++ op (its shared-memory all-reduce) the first time, with ninja and the system's
-compiler: minutes once, seconds afterwards. ZeRO-3 samples nothing here: eval and pre-flight are off, as
-docs/scaling.md asks of a recipe without tools (each process generating on its own from partitioned weights fails
-with `RuntimeError: 'weight' must be 2-D`)."""
+compiler: minutes once, seconds afterwards. The trainings sample nothing beside training: eval and pre-flight are off,
+as docs/scaling.md asks of a recipe without tools under ZeRO-3, where each process sampling its eval on its own from
+partitioned weights stops the run (the last test)."""
 
 import importlib.util
 import json
@@ -164,3 +164,26 @@ def test_deepspeed_zero_on_the_cpu_trains_as_ddp_does(recipe, ddp, tmp_path, con
     assert max(float((theirs[k] - base[k]).abs().max()) for k in theirs) > 1e-3  # the two steps moved the weights
     for k in theirs:  # DDP's weights to float tolerance (ZeRO-3 sums its gradients in another order)
         torch.testing.assert_close(ours[k], theirs[k], rtol=0, atol=1e-5)
+
+
+@pytest.mark.skipif(importlib.util.find_spec("deepspeed") is None, reason="deepspeed is not installed (pip install deepspeed)")
+def test_zero3_eval_without_tools_fails_on_partitioned_weights(recipe, tmp_path):
+    """The eval before training, on: each process samples its share on its own (without synced_gpus) from weights that
+    ZeRO-3 partitions, and the run stops with one line; docs/scaling.md says to set eval.enabled: false there."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
+    config = cpu_twin("deepspeed-zero3.yaml", tmp_path)
+    proc = subprocess.run(
+        [
+            *("nice", "-n", "10", ACCELERATE, "launch", "--config_file", str(config), "--main_process_port", "0"),
+            *("-m", "grpo_ext.train", str(recipe), f"output_dir={tmp_path / 'run'}", "training.bf16=false"),
+        ],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode != 0
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == ["error: training failed: RuntimeError: 'weight' must be 2-D"], proc.stderr[-3000:]

@@ -4,9 +4,7 @@ Every choice grpo_ext makes from the hardware lives here, so a run, ``grpo-ext e
 decide alike. torch is imported only inside the functions that ask the device.
 """
 
-import importlib.metadata
 import os
-import platform
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -149,5 +147,8 @@ def quantized_device_map(local_process_index: int) -> dict:
 
 def versions() -> dict[str, str]:
     """The versions a run records in summary.json."""
+    import importlib.metadata  # with email, socket and zipfile: a tenth of a refused `train` when imported at the top
+    import platform
+
     names = ("trl", "transformers", "torch", "accelerate", "datasets")
     return {name: importlib.metadata.version(name) for name in names} | {"python": platform.python_version()}

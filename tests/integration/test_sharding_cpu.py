@@ -55,8 +55,8 @@ grpo_ext.train(sys.argv[1], [f"output_dir={sys.argv[2]}/run", *sys.argv[3:]], ca
 """
 
 # the same batch in every layout: full precision (bf16 under DeepSpeed keeps bf16 weights, not DDP's autocast), and
-# nothing sampled beside training (ZeRO-3 cannot sample an eval without tools)
-SAME = ["training.bf16=false", "eval.enabled=false"]
+# nothing sampled beside training (ZeRO-3 cannot sample an eval or a pre-flight without tools)
+SAME = ["training.bf16=false", "eval.enabled=false", "health.preflight=false"]
 
 
 def cpu_twin(name: str, folder: Path) -> Path:
@@ -184,7 +184,8 @@ def test_zero3_eval_without_tools_fails_on_partitioned_weights(recipe, tmp_path)
     proc = subprocess.run(
         [
             *("nice", "-n", "10", ACCELERATE, "launch", "--config_file", str(config), "--main_process_port", "0"),
-            *("-m", "grpo_ext.train", str(recipe), f"output_dir={tmp_path / 'run'}", "training.bf16=false"),
+            *("-m", "grpo_ext.train", str(recipe), f"output_dir={tmp_path / 'run'}"),
+            *("training.bf16=false", "health.preflight=false"),
         ],
         cwd=ROOT,
         env=env,

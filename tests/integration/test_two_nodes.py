@@ -122,7 +122,7 @@ def finish(procs: list[subprocess.Popen], timeout: int) -> list[tuple[int, str]]
 
 def two_node_recipe(tiny_model: Path, tmp_path: Path, run: Path) -> Path:
     """2 steps of 4 groups of 4 on each of 2 processes, one group lively and three flat: row skipping leaves out half
-    the rows; a greedy eval of 2 prompts before and after."""
+    the rows; the reward pre-flight of the 4 prompts; a greedy eval of 2 prompts before and after."""
     (tmp_path / "quarter.py").write_text(
         "def quarter(completions, prompts, **kwargs):\n"
         "    return [1.0 if 'flat' in str(p) else float(i % 2) for i, p in enumerate(prompts)]\n"
@@ -134,7 +134,7 @@ def two_node_recipe(tiny_model: Path, tmp_path: Path, run: Path) -> Path:
     doc["rewards"] = ["./quarter.py:quarter"]
     doc["groups"] = {"skip_zero_advantage": True}
     doc["eval"] = {"enabled": True, "samples": 1, "temperature": 0.0}
-    doc["health"] = {"preflight": False}
+    doc["health"] = {"preflight_prompts": 4}  # its 4 groups sampled by the 2 processes: 3 of 4 flat, which it warns of
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump(doc))
     return path
@@ -143,6 +143,7 @@ def two_node_recipe(tiny_model: Path, tmp_path: Path, run: Path) -> Path:
 def check_one_run(run: Path, main_err: str, other_err: str) -> dict:
     """The run directory the main node wrote, once, and the logs: the main node reports, the other node does not."""
     assert "rows with zero advantage are left out" in main_err
+    assert "pre-flight: 4 prompts sampled by 2 processes, each its share" in main_err
     lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [line["step"] for line in lines] == [1, 2]  # written once, by the main node
     assert [line["skipped_rows"] for line in lines] == [0.5, 0.5]

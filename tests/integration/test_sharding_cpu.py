@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from tests.helpers import ROOT
-from tests.integration.test_two_nodes import ACCELERATE, two_node_recipe
+from tests.slow.test_two_nodes import ACCELERATE, two_node_recipe
 
 # Each process trains through the Python API (and logs as the command line does); a callback writes, at the end of
 # training, what accelerate made of the launch.

@@ -1,4 +1,4 @@
-"""benchmarks/seeds.py: its argument parsing (one tiny sweep end to end: tests/integration/test_benchmark_seeds.py)."""
+"""benchmarks/seeds.py: its argument parsing (one tiny sweep end to end: tests/slow/test_benchmark_seeds.py)."""
 
 import argparse
 import importlib.util

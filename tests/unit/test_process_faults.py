@@ -1,6 +1,6 @@
 """What a process of a multi-process run says when another one failed, ended or hangs (``launch.lost``), and what a
 resume on another process count does (``train._resume_processes``). The launched runs are in
-tests/integration/test_faults_processes.py."""
+tests/slow/test_faults_processes.py."""
 
 from pathlib import Path
 

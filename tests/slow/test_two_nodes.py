@@ -49,7 +49,7 @@ from transformers import TrainerCallback
 
 import grpo_ext
 from grpo_ext.core import console
-from tests.integration.test_two_nodes import state_hash
+from tests.slow.test_two_nodes import state_hash
 
 
 class StateHash(TrainerCallback):

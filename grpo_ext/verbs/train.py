@@ -23,7 +23,7 @@ from typing import Any
 import yaml
 
 from grpo_ext.core import console
-from grpo_ext.core.errors import RecipeError, RunError
+from grpo_ext.core.errors import ElsewhereError, RecipeError, RunError
 from grpo_ext.core.files import os_problem, write_atomic
 from grpo_ext.core.text import plural
 from grpo_ext.core.yaml_io import load_yaml
@@ -741,6 +741,8 @@ def run(recipe: Recipe, prepared: rundir.Prepared, verbose: bool = False, callba
         raise
     except watchdog.Unhealthy as exc:
         _stopped(r, "stopped_unhealthy", str(exc))
+        if not r.is_main:  # every process stops alike (the checks read the whole batch): the main process says why
+            raise ElsewhereError("stopped with the main process by the run's health checks; its error line says why") from None
         raise
     except (RunError, RecipeError) as exc:
         _stopped(r, "failed", f"{type(exc).__name__}: {exc}")

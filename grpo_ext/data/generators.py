@@ -12,6 +12,7 @@ from pathlib import Path
 
 from grpo_ext.core.errors import Problem, RecipeError
 from grpo_ext.core.text import shown, suggest
+from grpo_ext.data import verifiers_tasks
 from grpo_ext.settings.limits import MAX_ROWS
 
 NAMES = ["Ava", "Ben", "Cara", "Dev", "Eli", "Fay", "Gus", "Hana", "Ivo", "Jun", "Kim", "Leo", "Mia", "Noor", "Omar", "Pia"]
@@ -72,7 +73,12 @@ def guess(train: int = 128, held_out: int = 32, low: int = 1, high: int = 9, see
     return rows[:train], rows[train:]
 
 
-GENERATORS: dict[str, Callable[..., tuple[list[dict], list[dict]]]] = {"arith": arith, "guess": guess}
+# verifiers: a taskset of the verifiers library (data/verifiers_tasks.py), checked by its own rules
+GENERATORS: dict[str, Callable[..., tuple[list[dict], list[dict]]]] = {
+    "arith": arith,
+    "guess": guess,
+    "verifiers": verifiers_tasks.rows,
+}
 COUNTS = ("train", "held_out")  # the generators' arguments that count rows: whole numbers from 0 to MAX_ROWS
 
 
@@ -83,6 +89,8 @@ def check_source(name: str, args: dict) -> list[Problem]:
         looks_like_file = isinstance(name, str) and ("/" in name or Path(name).suffix != "")
         hint = f"; for a file of your own write file: {name} in place of source" if looks_like_file else suggest(name, GENERATORS)
         return [Problem(("data", "source"), f"unknown generator {shown(name)}{hint}")]
+    if name == "verifiers":
+        return verifiers_tasks.check(args)
     try:
         inspect.signature(GENERATORS[name]).bind(**args)
     except TypeError as exc:

@@ -79,9 +79,16 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         ),
         "eval_file": Spec(("str", "null"), None, doc="held-out rows from a file (same formats as file)"),
         "source": Spec(
-            ("str", "null"), None, doc="a built-in generator of rows: arith (word problems), guess (guess_number games)"
+            ("str", "null"),
+            None,
+            doc="a built-in generator of rows: arith (word problems), guess (guess_number games), verifiers (a taskset of the "
+            "verifiers library, with its rewards)",
         ),
-        "source_args": Spec(("dict",), {}, doc="keyword arguments for the generator"),
+        "source_args": Spec(
+            ("dict",),
+            {},
+            doc="keyword arguments for the generator; verifiers: taskset (module:function), args, eval_args, held_out",
+        ),
         "hub": Spec(("str", "null"), None, doc="a Hugging Face Hub dataset id (org/name)"),
         "hub_config": Spec(("str", "null"), None, doc="the hub dataset's configuration name"),
         "hub_split": Spec(("str",), "train", doc="split to train on, of a hub dataset or a saved DatasetDict"),

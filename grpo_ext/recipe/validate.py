@@ -16,7 +16,7 @@ from grpo_ext.core.errors import Loc, Problem, RecipeError, problem, where
 from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import clip, plural, shown, suggest
 from grpo_ext.core.values import coerce, kind_of, wrong_kind
-from grpo_ext.data import datafiles, examples, generators, mixture
+from grpo_ext.data import datafiles, examples, generators, mixture, verifiers_tasks
 from grpo_ext.recipe import agents
 from grpo_ext.recipe.checked import Named, Recipe, Reward, Training, build, guarded_rewards
 from grpo_ext.recipe.schema import MIXTURE_SOURCE, SCHEMA, TOP_LEVEL, Spec
@@ -162,6 +162,8 @@ def _check_sources(
     mixture's source, whose eval rows may come from the whole mixture's or another source's), eval rows too. With an
     ``environment``, no source of training rows is one too: its reset writes each prompt (``ENVIRONMENT_ROWS``)."""
     problems: list[Problem] = []
+    if d.get("source") == "verifiers" and isinstance(d.get("source_args"), dict):  # a taskset file beside the recipe
+        d["source_args"] = verifiers_tasks.absolute(d["source_args"], base_dir)
     _check_prompts(d.get("prompts"), ("data", "prompts"), problems)
     _check_prompts(d.get("eval_prompts"), ("data", "eval_prompts"), problems, mappings=True)
     if d.get("prompt_template") is not None:
@@ -520,7 +522,9 @@ def validate(doc: Section, path: Path | None = None) -> Recipe:
     model, data, evaluation, explore = sections["model"], sections["data"], sections["eval"], sections["explore"]
     # an environment given, even one refused below, may be why the rewards are empty: its own line says what is wrong
     environment_given = doc.get("environment") is not None
-    entries = _check_rewards(top["rewards"], base_dir, problems, environment_given) if "rewards" in top else []
+    # a verifiers taskset brings its own rewards (added below, once its data passed): none may be named
+    tasks_given = isinstance(doc.get("data"), dict) and doc["data"].get("source") == "verifiers"
+    entries = _check_rewards(top["rewards"], base_dir, problems, environment_given or tasks_given) if "rewards" in top else []
     settings = dict(top["training"]) if "training" in top else None
     columns: Columns = {}
     origins: dict[str, str] = {}
@@ -530,6 +534,7 @@ def validate(doc: Section, path: Path | None = None) -> Recipe:
     if data is not None:
         eval_enabled = bool((evaluation or {}).get("enabled"))
         columns = _check_data(data, top["data"], eval_enabled, base_dir, problems, environment=environment_given)
+        entries += _taskset_rewards(data, columns, entries, problems)
     owned = environment_given and data is not None and all(data.get(k) is None for k in (*TRAIN_SOURCES, "mixture"))
     if evaluation is not None:
         _check_pass_at(evaluation, problems)
@@ -582,7 +587,7 @@ def validate(doc: Section, path: Path | None = None) -> Recipe:
     if problems:
         raise RecipeError(problems, source)
     checked = {name: value for name, value in sections.items() if value is not None}  # each one, as none was refused
-    names = [f.__name__ if f is not None else f"{r.name}({_call_args(r.args)})" for r, f in zip(resolved, built, strict=True)]
+    names = [_reward_name(r, f) for r, f in zip(resolved, built, strict=True)]
     return Recipe(
         model=build("model", checked["model"]),
         data=build("data", checked["data"]),
@@ -612,6 +617,37 @@ def validate(doc: Section, path: Path | None = None) -> Recipe:
         environment_classes=classes,
         _funcs=None if None in built else [f for f in built if f is not None],
     )
+
+
+def _taskset_rewards(data: Section, columns: Columns, entries: list[Section], problems: list[Problem]) -> list[Section]:
+    """The rewards: entries of a verifiers taskset's rewards (``data.source: verifiers``), each with its weight, but
+    those the recipe already holds (a run's recorded recipe lists them); none while its data was refused."""
+    for i, one in enumerate(data.get("mixture") or []):
+        if isinstance(one, dict) and one.get("source") == "verifiers":
+            problems.append(
+                Problem(
+                    ("data", "mixture", i, "source"),
+                    "a verifiers taskset trains alone (its rewards score every row); give it as data.source",
+                )
+            )
+    if data.get("source") != "verifiers" or not columns:
+        return []
+    added: list[Section] = []
+    for name, weight in verifiers_tasks.rewards_of(data["source_args"]):
+        entry = {"name": verifiers_tasks.REWARD, "weight": weight, "args": {**copy.deepcopy(data["source_args"]), "reward": name}}
+        if not any(e.get("name") == entry["name"] and e.get("args") == entry["args"] for e in entries):
+            added.append(_check_section(entry, SCHEMA["reward"], ("rewards", len(entries) + len(added)), problems))
+    return added
+
+
+def _reward_name(r: Resolved, fn: Any) -> str:
+    """A reward's metric name: its function's, or for a user's factory not built yet how the recipe calls it (a
+    verifiers taskset's reward by its own name)."""
+    if fn is not None:
+        return str(fn.__name__)
+    if r.name == verifiers_tasks.REWARD:
+        return str(r.args.get("reward"))
+    return f"{r.name}({_call_args(r.args)})"
 
 
 def _environments(entry: Any) -> Named | dict[str, Named] | None:

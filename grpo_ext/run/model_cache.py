@@ -2,9 +2,16 @@
 its GGUF dequantized once into a safetensors checkpoint under ``$GRPO_EXT_CACHE`` (default ``~/.cache/grpo_ext``)
 and loaded from there on. A model loaded straight from a GGUF file is flagged as quantized and the Trainer refuses
 to train it, so the weights are moved into a model rebuilt from the plain config.
+
+A hub id is loaded by ``from_pretrained`` itself; ``hub_cache_only`` first asks the Hub once whether it answers. Where
+it does not, huggingface_hub retries each file with backoff, about 27 s a file: a model not in the local Hugging Face
+cache would fail after a minute, and one that is there would load after minutes (every optional file it lacks is
+asked for in turn). So without an answer a cached model is read from the cache alone, and any other stops in one line.
 """
 
 import fcntl
+import os
+import re
 import shutil
 import sys
 from contextlib import contextmanager
@@ -12,8 +19,25 @@ from pathlib import Path
 
 from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RunError
+from grpo_ext.core.text import first_line
 from grpo_ext.settings import compat
 from grpo_ext.settings.model_names import READY, Source, checkpoint_dir
+
+# How long the Hub has to answer one request before it counts as unreachable: a refused connection or an unknown host
+# fails at once, so this bounds a network that drops the packets. HF_HUB_ETAG_TIMEOUT, huggingface_hub's own wait for
+# this very request (10 s by default), replaces it where it is set.
+REACH_SECONDS = 3.0
+
+
+class HubUnreachable(RunError):
+    """A hub id that is not in the local Hugging Face cache while the Hub cannot be reached; ``why`` says both."""
+
+    def __init__(self, ref: str, why: str):
+        self.why = why
+        super().__init__(
+            f"model.name {ref!r}: {why}; give a catalog alias (grpo-ext ls), a local model directory or a run's final/, "
+            f"or reach the Hub (check the network, or set HF_ENDPOINT to a Hub that answers)"
+        )
 
 
 @contextmanager
@@ -120,3 +144,49 @@ def materialize(source: Source, log=console.say) -> str:
             _publish(ckpt, Path(source.ref))
     log(f"model: {source.describe()}; converted checkpoint {ckpt}")
     return str(ckpt)
+
+
+def hub_cache_only(source: Source, revision: str | None, log=console.say) -> bool:
+    """Whether ``from_pretrained`` must read the hub id ``source`` from the local Hugging Face cache alone: the Hub
+    does not answer and the model is cached (said in one line). HubUnreachable if the Hub does not answer and the
+    model is not cached. A Hub that answers, whatever it says, and huggingface_hub switched off (``HF_HUB_OFFLINE``:
+    it then reads its cache without asking) leave the load as it was: False."""
+    if source.kind != "hub":
+        return False
+    from huggingface_hub import constants, errors, get_hf_file_metadata, hf_hub_url, try_to_load_from_cache
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    timeout = constants.HF_HUB_ETAG_TIMEOUT if os.environ.get("HF_HUB_ETAG_TIMEOUT") else REACH_SECONDS
+    try:
+        get_hf_file_metadata(hf_hub_url(source.ref, "config.json", revision=revision), timeout=timeout)  # no retries
+    except errors.HfHubHTTPError:  # the Hub answered (no such model, gated, ...): from_pretrained says what, as before
+        return False
+    except _unanswered() as exc:
+        why = f"the Hub at {constants.ENDPOINT} could not be reached ({_reason(exc, timeout)})"
+    else:
+        return False
+    if isinstance(try_to_load_from_cache(source.ref, "config.json", revision=revision), str):
+        log(f"model: {why}; loading {source.ref!r} from the local Hugging Face cache")
+        return True
+    raise HubUnreachable(source.ref, f"not in the local Hugging Face cache, and {why}")
+
+
+def _unanswered() -> tuple[type[Exception], ...]:
+    """The errors of a request that got no answer from the Hub: no connection, no name, no answer in time."""
+    found: list[type[Exception]] = [OSError]  # requests' errors (huggingface_hub before 1.0) and the socket's
+    for module in ("httpx", "httpx2"):  # huggingface_hub 1.0 and later; whichever it imported raised its own errors
+        if module in sys.modules:
+            found.append(sys.modules[module].TransportError)
+    return tuple(found)
+
+
+def _reason(exc: Exception, timeout: float) -> str:
+    """The part of a connection error a person reads: ``[Errno 111] Connection refused``, ``no answer in 3 s``."""
+    text = str(exc)
+    errno = re.search(r"\[Errno -?\d+\] [^'\")\]]+", text)
+    if errno:
+        return errno.group(0).strip()
+    if "timed out" in text.lower() or "timeout" in type(exc).__name__.lower():
+        return f"no answer in {timeout:g} s; HF_HUB_ETAG_TIMEOUT sets how long to wait"
+    return first_line(text)[:160] or type(exc).__name__

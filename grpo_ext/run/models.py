@@ -59,8 +59,10 @@ def load(model: Model, base_dir: Path, log=console.say):
     where = model_cache.materialize(source, log)
     if source.kind in ("local", "hub"):
         log(f"model: {source.describe()}")
+    # a hub id: one question to the Hub first, where huggingface_hub's retries would cost minutes without an answer
+    cache_only = model_cache.hub_cache_only(source, model.revision, log)
     try:
-        return _load(where, model, source)
+        return _load(where, model, source, cache_only)
     except RunError as exc:
         if model_names.checkpoint_dir(source) is None:
             raise
@@ -68,13 +70,18 @@ def load(model: Model, base_dir: Path, log=console.say):
         return _load(model_cache.materialize(source, log), model, source)
 
 
-def _load(where: str, section: Model, source: model_names.Source):
-    """(model, tokenizer, description) from a folder or hub id that from_pretrained reads."""
+def _load(where: str, section: Model, source: model_names.Source, cache_only: bool = False):
+    """(model, tokenizer, description) from a folder or hub id that from_pretrained reads; ``cache_only``: a hub id
+    from the local Hugging Face cache, asking the Hub nothing."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     opts: dict[str, object] = {"trust_remote_code": section.trust_remote_code}
     if section.revision:
         opts["revision"] = section.revision
+    adapter: dict[str, object] = {}
+    if cache_only:
+        opts["local_files_only"] = True
+        adapter = {"adapter_kwargs": {"local_files_only": True}}  # transformers 5.25 looks for one without it
     quantization = quantization_config(section.quantization)
     placement = {}
     if quantization:
@@ -85,7 +92,7 @@ def _load(where: str, section: Model, source: model_names.Source):
     dtype = compat.dtype_kwargs(hardware.weights_dtype(section.dtype))
     try:
         tokenizer = AutoTokenizer.from_pretrained(where, **opts)
-        model = AutoModelForCausalLM.from_pretrained(where, **dtype, **opts, **placement)
+        model = AutoModelForCausalLM.from_pretrained(where, **dtype, **opts, **adapter, **placement)
     except (OSError, ValueError, KeyError) as exc:  # missing files; a config or tokenizer this version cannot read
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise RunError(f"model.name {section.name!r}: could not load ({first})") from exc

@@ -24,7 +24,7 @@ from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import exists, refuse_to_replace, write_atomic
 from grpo_ext.recipe import Model, Recipe, load
 from grpo_ext.results import preflight, report, scoring
-from grpo_ext.run import chat_tools, data, hardware, models, rollouts, rundir, sampling
+from grpo_ext.run import chat_tools, data, hardware, model_cache, models, rollouts, rundir, sampling
 
 FALLBACK_PROMPTS = 16
 SHOWN_PROMPTS = 3
@@ -60,6 +60,12 @@ def load_model(ref: str, section: Model, log) -> tuple[object, object, str]:
     except RunError as exc:
         if name in catalog.MODELS or exists(Path(name).expanduser()):
             raise
+        if isinstance(exc, model_cache.HubUnreachable):
+            raise RunError(
+                f"--model {ref}: no such file or directory, and not loadable as a hub id: {exc.why}; pass a catalog "
+                f"alias (grpo-ext ls), a local path or a run directory, or reach the Hub (check the network, or set "
+                f"HF_ENDPOINT to a Hub that answers)"
+            ) from None
         reason = str(exc).split(": could not load ", 1)[-1]
         raise RunError(
             f"--model {ref}: no such file or directory, and not loadable as a hub id {reason}; "

@@ -37,7 +37,10 @@ AT: Loc = ("data", "source_args")
 
 def installed() -> bool:
     """Whether the optional extra is installed (``verifiers`` importable), without importing it."""
-    return importlib.util.find_spec("verifiers") is not None
+    try:
+        return importlib.util.find_spec("verifiers") is not None
+    except ImportError:  # a finder that refuses it: not importable either
+        return False
 
 
 def absolute(args: dict, base_dir: Path) -> dict:

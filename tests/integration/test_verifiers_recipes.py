@@ -1,0 +1,67 @@
+"""A verifiers taskset trains as a user writes it (``data.source: verifiers``): the dry run shows its rewards and
+weights, 2 steps on the tiny model score every completion with them, and the eval plays its eval split; without the
+extra, ``grpo-ext train`` refuses the recipe in one line with the install command, before torch is imported."""
+
+import json
+import sys
+
+import pytest
+import yaml
+
+from grpo_ext import cli
+from tests.helpers import ROOT, run_command, tiny_doc, write
+from tests.unit.test_verifiers_tasks import TASKS
+
+pytest.importorskip("verifiers.v1", reason="needs the verifiers extra: pip install -e '.[verifiers]'")
+
+
+def taskset_doc(tmp_path, digit_doc, model) -> dict:
+    (tmp_path / "tasks.py").write_text(TASKS)
+    doc = tiny_doc(digit_doc, model, tmp_path / "run")
+    doc["data"] = {
+        "source": "verifiers",
+        "source_args": {"taskset": "tasks.py:make_taskset", "args": {"n": 8}, "eval_args": {"split": "test", "n": 2}},
+    }
+    doc["rewards"] = []
+    doc["explore"] = {"end_boost": None}
+    return doc
+
+
+def test_a_taskset_trains_two_steps_with_its_rewards(tmp_path, digit_doc, tiny_model, no_hub, capsys):
+    path = write(tmp_path / "recipe.yaml", taskset_doc(tmp_path, digit_doc, tiny_model))
+    assert cli.main(["validate", str(path)]) == 0
+    assert cli.main(["train", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "rewards: correct (weight 2.0), short (weight 0.5)" in out and "reward_weights                   [2.0, 0.5]" in out
+    assert cli.main(["train", str(path)]) == 0
+    err = capsys.readouterr().err
+    assert "data: 8 training prompts, 2 eval prompts, chat messages" in err  # its tasks, and its test split for the eval
+    records = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if "rewards/correct/mean" in r and "rewards/short/mean" in r] == [1, 2]
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    scored = summary["eval_after"]["rewards"]
+    assert set(scored) == {"correct", "short"} and len(scored["correct"]["per_prompt"]) == 2  # the 2 tasks of its test split
+    # the run's recorded recipe reads back to the same rewards, and trains on
+    assert cli.main(["validate", str(tmp_path / "run" / "recipe.yaml")]) == 0
+
+
+def test_without_the_extra_train_refuses_in_one_line_before_torch(tmp_path, digit_doc, tiny_model):
+    path = write(tmp_path / "recipe.yaml", taskset_doc(tmp_path, digit_doc, tiny_model))
+    code = (
+        "import sys, importlib.abc\n"
+        "class Hide(importlib.abc.MetaPathFinder):\n"  # verifiers as if not installed
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.partition('.')[0] == 'verifiers': raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, Hide())\n"
+        "from grpo_ext import cli\n"
+        "rc = cli.main(['train', sys.argv[1]])\n"
+        "assert 'torch' not in sys.modules, 'imported torch'\n"
+        "sys.exit(rc)\n"
+    )
+    proc, _ = run_command([sys.executable, "-c", code, str(path)], False, cwd=ROOT)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines() == [
+        f"error: {path}: data.source: names a verifiers taskset, and verifiers is not installed; pip install -e '.[verifiers]'"
+    ]
+    assert not (tmp_path / "run").exists()
+    assert yaml.safe_load(path.read_text())["rewards"] == []

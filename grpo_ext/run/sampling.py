@@ -1,7 +1,9 @@
 """Sample a model on prompts, as an eval, the pre-flight and ``grpo-ext filter`` do: N completions per prompt, with
 the arithmetic and the seeds that make two samplings of one model the same; or whole conversations, through the
 trainer's tool loop (``run.rollouts``). What the samples score is ``results.scoring``'s. In a run on several
-processes each samples its share of the prompts and every process gets them all (``run.shares``).
+processes each samples its share of the prompts and every process gets them all (``run.shares``). Under DeepSpeed
+ZeRO-3 single replies are sampled from the whole weights, gathered on every process as TRL gathers them for its own
+generation (:func:`whole_weights`).
 
 The settings of an eval (temperature, completion length, samples, precision, and the pass threshold its scoring
 reads) are worked out in one place, :func:`settings`, for the run's own eval, ``grpo-ext eval`` and ``grpo-ext
@@ -13,6 +15,7 @@ import dataclasses
 
 from grpo_ext.recipe import Recipe, Training
 from grpo_ext.run import rollouts, shares
+from grpo_ext.settings import compat
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,8 +110,10 @@ def sample(
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
+    together = count > 1 and _zero3()  # every process generates as often as the busiest one (see _zero3)
+    batches = (shares.in_step if together else shares.plan)(len(texts), per_batch, index, count)
     try:
-        for batch in shares.plan(len(texts), per_batch, index, count):
+        for batch in batches:
             start, chunk = batch.start, [texts[i] for i in batch.rows]
             torch.manual_seed(s.seed + start)  # the same draws for the same prompts, whatever the model did before
             enc = tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False, return_token_type_ids=False).to(
@@ -121,6 +126,8 @@ def sample(
                 # greedy: one reply a prompt, given `samples` times (generate refuses several greedy replies, each the same)
                 returned = samples if temperature > 0 else 1
                 ids = model.generate(**enc, num_return_sequences=returned, **settings)
+            if not batch.kept:  # a spare: its samples are dropped
+                continue
             generated = ids[:, enc["input_ids"].shape[1] :].repeat_interleave(samples // returned, dim=0)
             decoded = tokenizer.batch_decode(generated, skip_special_tokens=True)
             kept = [_completion_ids(row, eos_id) for row in generated]
@@ -135,6 +142,35 @@ def sample(
         model.train(was_training)
     every = sorted(shares.gather(mine) if count > 1 else mine, key=lambda batch: batch[0])
     return [c for _, out, _ in every for c in out], [x for _, _, out_ids in every for x in out_ids]
+
+
+def _zero3() -> bool:
+    """Whether DeepSpeed ZeRO-3 partitions the weights. Each process then samples inside :func:`whole_weights`, as TRL
+    generates, with the steps of every process's generate() in line: transformers keeps the processes' tokens in step
+    (``synced_gpus``), and DeepSpeed's hook on the model's forward, left in place after the first training step, talks
+    to every process at each call; so each process makes as many generate() calls as the busiest one."""
+    from transformers.integrations.deepspeed import is_deepspeed_zero3_enabled
+
+    return is_deepspeed_zero3_enabled()
+
+
+@contextlib.contextmanager
+def whole_weights(trainer):
+    """Sample single replies from ``trainer``'s model under DeepSpeed ZeRO-3 as TRL generates: inside TRL's
+    ``unwrap_model_for_generation``, which gathers the partitioned weights on every process (each must enter, at the
+    same point of the run) and lifts DeepSpeed's per-layer hooks from the model while it generates. Whatever
+    ``ds3_gather_for_generation`` says: before the first step there are no hooks to fetch the weights a layer at a
+    time. Without ZeRO-3 (one process, DDP, ZeRO-2), or with ``trainer`` None (the tool loop, whose generation
+    through TRL gathers on its own), nothing happens."""
+    plugin = getattr(trainer.accelerator.state, "deepspeed_plugin", None) if trainer is not None else None
+    if plugin is None or plugin.zero_stage != 3:
+        yield
+        return
+    from trl.models import unwrap_model_for_generation
+
+    kwargs = compat.unwrap_kwargs(unwrap_model_for_generation, trainer.args.gradient_checkpointing_kwargs)
+    with unwrap_model_for_generation(trainer.model_wrapped, trainer.accelerator, gather_deepspeed3_params=True, **kwargs):
+        yield
 
 
 def precision(model, s: Settings):

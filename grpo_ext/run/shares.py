@@ -6,7 +6,9 @@ The prompts are sampled in batches of ``per_batch``, each seeded by its first pr
 seed, that it does on one process. The trainer's tool loop gathers each batch's rewards across every process, so
 there every process plays as many batches as the busiest one, each of ``per_batch`` prompts (``lockstep``): a short
 last batch is filled up with its own prompts again, and a process with a batch fewer plays the first batch once more;
-what the filling sampled is dropped.
+what the filling sampled is dropped. Under DeepSpeed ZeRO-3 every process's generate() steps with the others', so
+there each process of a single-reply sampling makes as many calls as the busiest one, its batches as on one process
+and then spare ones whose samples are dropped (``in_step``).
 """
 
 from dataclasses import dataclass
@@ -48,6 +50,21 @@ def plan(total: int, per_batch: int, index: int = 0, count: int = 1, lockstep: b
     filled = [Batch(b.start, tuple(b.rows[i % b.kept] for i in range(per_batch)), b.kept) for b in batches]
     spare = Batch(0, tuple(i % min(per_batch, total) for i in range(per_batch)), 0)
     return filled + [spare] * (calls - len(filled))
+
+
+def in_step(total: int, per_batch: int, index: int = 0, count: int = 1) -> list[Batch]:
+    """``plan``'s batches, then spare ones (the first prompts again, ``kept`` 0: dropped) until process ``index`` makes
+    as many calls as the busiest process: under DeepSpeed ZeRO-3 every process's generate() steps with the others'
+    (``run.sampling``). Unlike ``lockstep``, no batch is filled up: each samples what it does on one process.
+
+    >>> [(b.start, b.rows, b.kept) for b in in_step(5, 2, index=1, count=2)]
+    [(2, (2, 3), 2), (0, (0, 1), 0)]
+    >>> [(b.start, b.rows, b.kept) for b in in_step(5, 2, index=0, count=2)]
+    [(0, (0, 1), 2), (4, (4,), 1)]
+    """
+    batches = plan(total, per_batch, index, count)
+    calls = len(plan(total, per_batch, 0, count))  # process 0 has the most batches
+    return batches + [Batch(0, tuple(range(min(per_batch, total))), 0)] * (calls - len(batches))
 
 
 def gather(mine: list) -> list:

@@ -570,3 +570,18 @@ def required_columns(fn) -> tuple[str, ...]:
 def reward_kwargs(accepted: frozenset[str] | None, kwargs: dict) -> dict:
     """The keywords of a reward call that the reward accepts (see reward_params)."""
     return kwargs if accepted is None else {k: v for k, v in kwargs.items() if k in accepted}
+
+
+def unwrap_kwargs(unwrap, gradient_checkpointing_kwargs) -> dict:
+    """The keywords beyond the model, the accelerator and ``gather_deepspeed3_params`` to pass to TRL's
+    ``unwrap_model_for_generation`` (``unwrap``) as its GRPOTrainer does: on TRL 1.16 it turns gradient checkpointing off
+    while generating and back on with the ``gradient_checkpointing_kwargs`` it is given (transformers' defaults
+    without them), so it gets the run's; 0.19.1 has no such keyword and leaves gradient checkpointing alone.
+
+    >>> def old(model, accelerator, gather_deepspeed3_params=True): ...
+    >>> def new(model, accelerator, gather_deepspeed3_params=True, gradient_checkpointing_kwargs=None): ...
+    >>> unwrap_kwargs(old, {"use_reentrant": False}), unwrap_kwargs(new, {"use_reentrant": False})
+    ({}, {'gradient_checkpointing_kwargs': {'use_reentrant': False}})
+    """
+    takes = "gradient_checkpointing_kwargs" in inspect.signature(unwrap).parameters
+    return {"gradient_checkpointing_kwargs": gradient_checkpointing_kwargs} if takes else {}

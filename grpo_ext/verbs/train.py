@@ -512,9 +512,10 @@ def eval_pass(r: Run, label: str) -> dict | None:
     t0 = time.monotonic()
     if agent is not None:  # whole conversations, each turn a generate call: minutes on a CPU, where one reply takes seconds
         r.log(f"eval {label}: playing {len(r.eval_rows)} prompts x {r.eval_settings.samples} conversations with the tool loop")
-    result = scoring.score_shared(
-        r.grpo.model, r.tokenizer, r.eval_rows, r.recipe.reward_funcs, r.eval_settings, chat=r.chat, trainer=agent
-    )
+    with sampling.whole_weights(r.grpo if agent is None else None):  # ZeRO-3: gathered; the tool loop gathers itself
+        result = scoring.score_shared(
+            r.grpo.model, r.tokenizer, r.eval_rows, r.recipe.reward_funcs, r.eval_settings, chat=r.chat, trainer=agent
+        )
     if result is None:  # another process than the main one: its samples went there
         return None
     result["seconds"] = round(time.monotonic() - t0, 1)
@@ -554,9 +555,10 @@ def check_rewards(r: Run) -> None:
         found = preflight.sample_conversations(agent, rows, r.recipe.weights, training, r.eval_settings, limits=cfg, shared=True)
     else:
         funcs, weights = r.recipe.reward_funcs, r.recipe.weights
-        found = preflight.sample_and_score(
-            r.grpo.model, r.tokenizer, rows, funcs, weights, training, r.eval_settings, chat=r.chat, limits=cfg, shared=True
-        )
+        with sampling.whole_weights(r.grpo):  # ZeRO-3: the weights gathered on every process while it samples
+            found = preflight.sample_and_score(
+                r.grpo.model, r.tokenizer, rows, funcs, weights, training, r.eval_settings, chat=r.chat, limits=cfg, shared=True
+            )
     stop = launch.on_main_first(lambda: _preflight_verdict(r, found, len(rows)))  # every process stops, or none
     if stop is not None:
         raise watchdog.Unhealthy(stop)

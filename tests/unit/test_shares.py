@@ -35,3 +35,24 @@ def test_every_prompt_once_in_its_own_batch(total, per_batch, count, lockstep):
 def test_one_process_plays_the_plain_loop():
     plan = shares.plan(5, 2, lockstep=True)
     assert [(b.start, b.rows, b.kept) for b in plan] == [(0, (0, 1), 2), (2, (2, 3), 2), (4, (4,), 1)]
+
+
+@pytest.mark.parametrize(
+    "total, per_batch, count",
+    [
+        (5, 2, 2),  # three batches on two processes: the second adds a spare
+        (2, 8, 2),  # one batch: the other process makes its one call with a spare
+        (4, 2, 2),  # as many batches as processes: no spare
+        (7, 3, 3),  # three processes, a short last batch, kept short
+        (2, 1, 4),  # more processes than batches: two spares
+        (5, 2, 1),  # one process: plan's batches
+    ],
+)
+def test_in_step_adds_spares_and_keeps_each_batch_as_on_one_process(total, per_batch, count):
+    plans = [shares.in_step(total, per_batch, index, count) for index in range(count)]
+    assert len({len(plan) for plan in plans}) == 1  # under ZeRO-3 every process calls generate() as often
+    own = [[b for b in plan if b.kept] for plan in plans]
+    assert own == [shares.plan(total, per_batch, index, count) for index in range(count)]  # nothing filled up
+    spares = [b for plan in plans for b in plan if not b.kept]
+    assert all(b.rows == tuple(range(min(per_batch, total))) for b in spares)
+    assert len(spares) == count * len(plans[0]) - len(range(0, total, per_batch))

@@ -3,13 +3,16 @@
 
 The taskset's tasks become the training rows (each prompt with the task's system prompt before it), and its
 ``@vf.reward`` methods the run's rewards, each with its weight (validation adds one ``rewards:`` entry per reward,
-``reward`` below, a factory referenced as ``grpo_ext.data.verifiers_tasks:reward``). Eval rows are the tasks of the
+``reward`` below, a factory referenced as ``grpo_ext.data.verifiers_tasks:reward``), and the ``@vf.tool`` methods of
+its taskset-wide ``Toolset``s the model's tools, named as verifiers names them (``<server>_<tool>``; one ``tools:``
+entry each, ``tool`` below), called in the training process rather than served over MCP. Eval rows are the tasks of the
 factory called with ``eval_args`` (its eval split, e.g. ``{split: test}``), else the last ``held_out`` tasks.
 
 A reward scores a completion on a ``vf.Trace`` built from the task's prompt and the completion, as verifiers'
 scoring reads it (``trace.last_reply``, ``trace.messages``, ``task``). What needs more than that is refused in one
 line (``check``): an ``Env`` or a harness, tasks that need a container or a runtime, judges (a hosted model),
-tool servers (``Toolset``), a taskset that never ends, and a task the user opens. ``verifiers`` is an optional
+tool servers of each task (``Task.toolsets``, set up per rollout), a taskset that never ends, and a task the user
+opens. ``verifiers`` is an optional
 extra, imported only when a recipe names it.
 """
 
@@ -29,6 +32,7 @@ from grpo_ext.settings.limits import MAX_ROWS
 
 INSTALL = "pip install -e '.[verifiers]'"
 REWARD = "grpo_ext.data.verifiers_tasks:reward"  # the rewards: entry validation adds for each of the taskset's rewards
+TOOL = "grpo_ext.data.verifiers_tasks:tool"  # the tools: entry validation adds for each tool of the taskset's toolsets
 ARGS = ("taskset", "args", "eval_args", "held_out")  # data.source_args of a verifiers source
 COLUMNS = ("vf_task", "vf_split")  # each row's task: its index in its split, and the split (train or eval)
 KIND = references.Kind("taskset", {}, "grpo_ext.tasksets", "its module")
@@ -120,6 +124,22 @@ def reward(taskset: str, reward: str, args: dict | None = None, eval_args: dict 
     return score
 
 
+def tools_of(args: dict) -> list[str]:
+    """The names the model calls the taskset's tools by, in order."""
+    return list(_served(args["taskset"], _frozen(args.get("args") or {})))
+
+
+def tool(
+    taskset: str, tool: str, args: dict | None = None, eval_args: dict | None = None, held_out: int = 0
+) -> Callable[..., Any]:
+    """The taskset's tool ``tool`` as a plain function TRL can show and call: the ``@vf.tool`` method of its toolset,
+    its docstring (with an ``Args:`` line for each argument it does not describe) and its type hints."""
+    served = _served(taskset, _frozen(args or {}))
+    if tool not in served:
+        raise ValueError(f"the taskset has no tool {tool!r} (its tools: {', '.join(served) or 'none'})")
+    return _as_function(tool, served[tool])
+
+
 # --- loading ---------------------------------------------------------------------------------------------------
 
 
@@ -147,6 +167,46 @@ def _tasks(ref: str, args: str | None, eval_args: str | None, held_out: int) -> 
     return train, held
 
 
+@functools.lru_cache(maxsize=8)
+def _served(ref: str, args: str | None) -> dict[str, Any]:
+    """Each tool of the taskset's toolsets by the name the model calls it (verifiers': ``<server>_<tool>``), its
+    method bound to a toolset set up once a process."""
+    from verifiers.v1.utils.decorators import discover_decorated
+
+    factory = _factory(ref)
+    taskset = _build(factory, ref, json.loads(args or "{}"), "args")
+    tools: dict[str, Any] = {}
+    for toolset in type(taskset).toolsets(taskset.config):
+        asyncio.run(_awaited(toolset.setup()))
+        for method in discover_decorated(toolset, "tool"):
+            name = getattr(method, "tool_name", None) or method.__name__
+            full = f"{toolset.server_name}_{name}" if toolset.server_name else name
+            tools[full] = method
+    return tools
+
+
+def _as_function(name: str, method: Any) -> Callable[..., Any]:
+    import typing
+
+    hints = typing.get_type_hints(method)
+    hints.setdefault("return", str)  # what a tool returns reaches the model as text
+    signature = inspect.signature(method)
+    doc = inspect.getdoc(method) or f"The {name} tool."
+    undescribed = [p for p in signature.parameters if f"{p}:" not in doc and f"{p} (" not in doc]
+    if undescribed:
+        doc += ("" if "Args:" in doc else "\n\nArgs:") + "".join(f"\n    {p}: {p}" for p in undescribed)
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        result = method(*args, **kwargs)
+        return asyncio.run(_awaited(result)) if inspect.isawaitable(result) else result
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = doc
+    call.__annotations__ = hints
+    call.__signature__ = signature.replace(return_annotation=hints["return"])  # type: ignore[attr-defined]
+    return call
+
+
 def _factory(ref: str) -> Any:
     try:
         return references.import_reference(KIND, ref, Path.cwd())
@@ -154,7 +214,8 @@ def _factory(ref: str) -> Any:
         raise RecipeError(Problem((*AT, "taskset"), str(exc))) from None
 
 
-def _load(factory: Any, ref: str, args: dict, key: str) -> list:
+def _build(factory: Any, ref: str, args: dict, key: str) -> Any:
+    """The taskset the factory (a function, or a vf.Taskset class built with its config) returns for ``args``."""
     import verifiers.v1 as vf
     from verifiers.v1.utils.generic import concrete_type
 
@@ -175,10 +236,13 @@ def _load(factory: Any, ref: str, args: dict, key: str) -> list:
         raise RecipeError(Problem((*AT, "taskset"), _refused["env"]))
     if not isinstance(taskset, vf.Taskset):
         raise RecipeError(Problem((*AT, "taskset"), f"{ref} returned a {type(taskset).__name__}, not a vf.Taskset"))
+    return taskset
+
+
+def _load(factory: Any, ref: str, args: dict, key: str) -> list:
+    taskset = _build(factory, ref, args, key)
     if not taskset.bounded:
         raise RecipeError(Problem((*AT, "taskset"), _refused["infinite"]))
-    if taskset.toolsets(taskset.config):
-        raise RecipeError(Problem((*AT, "taskset"), _refused["toolsets"]))
     tasks = []
     for task in taskset:
         tasks.append(task)
@@ -199,11 +263,11 @@ def _load(factory: Any, ref: str, args: dict, key: str) -> list:
 _refused = {
     "env": "names a vf.Env, which a harness plays; name the function that returns its vf.Taskset",
     "infinite": "never ends (INFINITE); give arguments that bound it, or a factory that returns taskset.take(n)",
-    "toolsets": "has tool servers (vf.Toolset, run as MCP servers); give the model tools with tools: instead",
     "container": "its tasks need a container (NEEDS_CONTAINER); train it with verifiers' own trainer",
     "judges": "its tasks are scored by judges (task.judges), which call a hosted model; use a reward of grpo_ext's instead",
     "runtime": "reward {name} needs a runtime (a sandbox the rollout ran in), which training does not give",
-    "toolsets_task": "its tasks have tool servers (vf.Toolset, run as MCP servers); give the model tools with tools: instead",
+    "toolsets_task": "its tasks have tool servers of their own (Task.toolsets, set up for each rollout); serve them from "
+    "the taskset (Taskset.toolsets) or give the model tools with tools: instead",
     "no_rewards": "its tasks have no @vf.reward; name rewards: of grpo_ext's to score them",
     "no_prompt": "a task has no prompt (the user opens the conversation), which training cannot play",
 }

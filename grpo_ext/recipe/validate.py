@@ -561,6 +561,8 @@ def validate(doc: Section, path: Path | None = None) -> Recipe:
                     "set training.max_steps",
                 )
             )
+    if data is not None and data.get("source") == "verifiers" and columns:  # the taskset's tools, checked as a recipe's
+        top["tools"] = _taskset_tools(data["source_args"], top.get("tools"))
     tools, environment, classes = agents.check(top, base_dir, problems)
     if environment is not None:  # TRL calls reset(**row) with every column of each row it plays
         problems.extend(agents.check_rows(environment, columns))
@@ -638,6 +640,19 @@ def _taskset_rewards(data: Section, columns: Columns, entries: list[Section], pr
         if not any(e.get("name") == entry["name"] and e.get("args") == entry["args"] for e in entries):
             added.append(_check_section(entry, SCHEMA["reward"], ("rewards", len(entries) + len(added)), problems))
     return added
+
+
+def _taskset_tools(source_args: Section, given: Any) -> Any:
+    """tools: with an entry for each tool of a verifiers taskset's toolsets, but those it already holds (a run's
+    recorded recipe lists them); tools: as given when it is not a list (its own line says so)."""
+    entries = list(given or []) if isinstance(given, list) or given is None else given
+    if not isinstance(entries, list):
+        return entries
+    for name in verifiers_tasks.tools_of(source_args):
+        entry = {"name": verifiers_tasks.TOOL, "args": {**copy.deepcopy(source_args), "tool": name}}
+        if entry not in entries:
+            entries.append(entry)
+    return entries or given
 
 
 def _reward_name(r: Resolved, fn: Any) -> str:

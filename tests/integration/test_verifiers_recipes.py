@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from grpo_ext import cli
+from grpo_ext.settings import compat
 from tests.helpers import ROOT, run_command, tiny_doc, write
 from tests.unit.test_verifiers_tasks import TASKS
 
@@ -43,6 +44,29 @@ def test_a_taskset_trains_two_steps_with_its_rewards(tmp_path, digit_doc, tiny_m
     assert set(scored) == {"correct", "short"} and len(scored["correct"]["per_prompt"]) == 2  # the 2 tasks of its test split
     # the run's recorded recipe reads back to the same rewards, and trains on
     assert cli.main(["validate", str(tmp_path / "run" / "recipe.yaml")]) == 0
+
+
+@pytest.fixture(scope="module")
+def chatml_model(tmp_path_factory):
+    from grpo_ext.testing import tiny
+
+    return tiny.build(tmp_path_factory.mktemp("tiny-chatml") / "model", chatml=True, context=2048)
+
+
+@pytest.mark.skipif(compat.tools_problem("tools") is not None, reason="tools need trl>=0.26, transformers>=5")
+def test_a_taskset_with_a_toolset_trains_two_steps_with_its_tools(tmp_path, digit_doc, chatml_model, no_hub, capsys):
+    doc = taskset_doc(tmp_path, digit_doc, chatml_model)
+    doc["data"]["source_args"] = {"taskset": "tasks.py:make_tool_taskset", "held_out": 2}
+    doc["training"].update(max_completion_length=16, max_tool_calling_iterations=2)
+    doc["eval"]["enabled"] = False
+    path = write(tmp_path / "recipe.yaml", doc)
+    assert cli.main(["train", str(path), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "tools the model sees:\n  calc_add(a: int, b: int): Add two whole numbers.\n  calc_negate(x: int): " in out
+    assert cli.main(["train", str(path)]) == 0
+    records = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if "tools/call_frequency" in r] == [1, 2]  # TRL's tool loop ran each step
+    assert [r["step"] for r in records if "rewards/correct/mean" in r] == [1, 2]
 
 
 def test_without_the_extra_train_refuses_in_one_line_before_torch(tmp_path, digit_doc, tiny_model):

@@ -12,7 +12,7 @@ from tests.helpers import ROOT, write
 
 pytest.importorskip("verifiers.v1", reason="needs the verifiers extra: pip install -e '.[verifiers]'")
 
-TASKS = """
+TASKS = '''
 import verifiers.v1 as vf
 
 
@@ -47,6 +47,38 @@ def make_taskset(n: int = 8, split: str = "train"):
     return SumTaskset(vf.TasksetConfig(), n, split)
 
 
+class Calc(vf.Toolset):
+    @vf.tool
+    def add(self, a: int, b: int) -> int:
+        """Add two whole numbers."""
+        return a + b
+
+    @vf.tool
+    async def negate(self, x: int) -> int:
+        """Negate a number.
+
+        Args:
+            x: the number to negate
+        """
+        return -x
+
+
+class CalcTaskset(SumTaskset):
+    @classmethod
+    def toolsets(cls, config):
+        return [Calc(vf.ToolsetConfig())]
+
+
+def make_tool_taskset(n: int = 8):
+    return CalcTaskset(vf.TasksetConfig(), n, "train")
+
+
+class ToolTask(SumTask):
+    @classmethod
+    def toolsets(cls, config):
+        return [Calc(vf.ToolsetConfig())]
+
+
 class BoxTask(SumTask):
     NEEDS_CONTAINER = True
 
@@ -74,12 +106,6 @@ class Endless(Of):
     INFINITE = True
 
 
-class WithTools(Of):
-    @classmethod
-    def toolsets(cls, config):
-        return [vf.Toolset(vf.ToolsetConfig())]
-
-
 def container():
     return Of(BoxTask)
 
@@ -96,8 +122,8 @@ def endless():
     return Endless(SumTask)
 
 
-def with_tools():
-    return WithTools(SumTask)
+def task_tools():
+    return Of(ToolTask)
 
 
 class Game(vf.SingleAgentEnv):
@@ -106,7 +132,7 @@ class Game(vf.SingleAgentEnv):
 
 def not_a_taskset():
     return 42
-"""
+'''
 
 
 def recipe(tmp_path, **source_args) -> str:
@@ -135,6 +161,17 @@ def test_a_taskset_gives_the_rows_and_the_rewards(tmp_path):
     assert r.data.source_args["taskset"] == f"{tmp_path / 'tasks.py'}:make_taskset"
     again = load(str(write(tmp_path / "recorded.yaml", r.portable())))
     assert again.reward_names == ["correct", "short"] and again.weights == [2.0, 0.5]  # the recorded rewards, not twice
+
+
+def test_the_toolsets_tools_become_the_models(tmp_path):
+    r = load(recipe(tmp_path, taskset="tasks.py:make_tool_taskset", eval_args=None, held_out=2))
+    add, negate = r.tool_functions
+    assert [add.__name__, negate.__name__] == ["calc_add", "calc_negate"]  # verifiers' names: <server>_<tool>
+    assert add(a=2, b=3) == 5 and negate(x=4) == -4  # a coroutine tool is run to its result
+    assert add.__doc__ == "Add two whole numbers.\n\nArgs:\n    a: a\n    b: b"  # an Args: line for each argument
+    assert negate.__doc__ == "Negate a number.\n\nArgs:\n    x: the number to negate"  # its own, as written
+    again = load(str(write(tmp_path / "recorded.yaml", r.portable())))
+    assert [f.__name__ for f in again.tool_functions] == ["calc_add", "calc_negate"]  # the recorded tools, not twice
 
 
 def test_held_out_tasks_come_from_the_end(tmp_path):
@@ -193,7 +230,7 @@ BAD = [
     ({"taskset": "tasks.py:runtime", "args": {}, "eval_args": None}, verifiers_tasks._refused["runtime"].format(name="passed")),
     ({"taskset": "tasks.py:unscored", "args": {}, "eval_args": None}, verifiers_tasks._refused["no_rewards"]),
     ({"taskset": "tasks.py:endless", "args": {}, "eval_args": None}, verifiers_tasks._refused["infinite"]),
-    ({"taskset": "tasks.py:with_tools", "args": {}, "eval_args": None}, verifiers_tasks._refused["toolsets"]),
+    ({"taskset": "tasks.py:task_tools", "args": {}, "eval_args": None}, verifiers_tasks._refused["toolsets_task"]),
 ]
 
 

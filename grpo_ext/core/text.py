@@ -4,6 +4,7 @@ import builtins
 import difflib
 import itertools
 import math
+import re
 import reprlib
 from collections.abc import Collection, Sequence
 
@@ -96,3 +97,16 @@ def first_line(doc: str | None) -> str:
     """The first non-empty line of a docstring or message, stripped."""
     lines = (doc or "").strip().splitlines()
     return lines[0].strip() if lines else ""
+
+
+def connection_cause(exc: Exception, timed_out: str = "no answer: timed out") -> str:
+    """The part of a connection error a person reads: ``[Errno 111] Connection refused``, else ``timed_out`` for a
+    request that got no answer (httpx says "timed out"; requests names the pool, the URL and the request id), else
+    the error's first line."""
+    text = str(exc)
+    errno = re.search(r"\[Errno -?\d+\] [^'\")\]]+", text)
+    if errno:
+        return errno.group(0).strip()
+    if "timed out" in text.lower() or "timeout" in type(exc).__name__.lower():
+        return timed_out
+    return first_line(text)[:160] or type(exc).__name__

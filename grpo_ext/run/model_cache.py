@@ -11,7 +11,6 @@ asked for in turn). So without an answer a cached model is read from the cache a
 
 import fcntl
 import os
-import re
 import shutil
 import sys
 from contextlib import contextmanager
@@ -19,7 +18,7 @@ from pathlib import Path
 
 from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RunError
-from grpo_ext.core.text import first_line
+from grpo_ext.core.text import connection_cause
 from grpo_ext.settings import compat
 from grpo_ext.settings.model_names import READY, Source, checkpoint_dir
 
@@ -163,7 +162,8 @@ def hub_cache_only(source: Source, revision: str | None, log=console.say) -> boo
     except errors.HfHubHTTPError:  # the Hub answered (no such model, gated, ...): from_pretrained says what, as before
         return False
     except _unanswered() as exc:
-        why = f"the Hub at {constants.ENDPOINT} could not be reached ({_reason(exc, timeout)})"
+        silent = f"no answer in {timeout:g} s; HF_HUB_ETAG_TIMEOUT sets how long to wait"
+        why = f"the Hub at {constants.ENDPOINT} could not be reached ({connection_cause(exc, silent)})"
     else:
         return False
     if isinstance(try_to_load_from_cache(source.ref, "config.json", revision=revision), str):
@@ -179,14 +179,3 @@ def _unanswered() -> tuple[type[Exception], ...]:
         if module in sys.modules:
             found.append(sys.modules[module].TransportError)
     return tuple(found)
-
-
-def _reason(exc: Exception, timeout: float) -> str:
-    """The part of a connection error a person reads: ``[Errno 111] Connection refused``, ``no answer in 3 s``."""
-    text = str(exc)
-    errno = re.search(r"\[Errno -?\d+\] [^'\")\]]+", text)
-    if errno:
-        return errno.group(0).strip()
-    if "timed out" in text.lower() or "timeout" in type(exc).__name__.lower():
-        return f"no answer in {timeout:g} s; HF_HUB_ETAG_TIMEOUT sets how long to wait"
-    return first_line(text)[:160] or type(exc).__name__

@@ -25,7 +25,7 @@ from pathlib import Path
 from grpo_ext.core import console
 from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import temporary_beside, write_atomic
-from grpo_ext.core.text import first_line, plural
+from grpo_ext.core.text import connection_cause, first_line, plural
 from grpo_ext.results import model_card
 from grpo_ext.run import rundir
 
@@ -190,17 +190,6 @@ def _network_errors() -> tuple[type[Exception], ...]:
     return tuple(found)
 
 
-def _cause(exc: Exception) -> str:
-    """The part of a connection error a person reads: ``[Errno 111] Connection refused``, ``timed out``."""
-    text = str(exc)
-    errno = re.search(r"\[Errno -?\d+\] [^'\")\]]+", text)
-    if errno:
-        return errno.group(0).strip()
-    if "timed out" in text.lower():  # httpx says "timed out"; requests names the pool, the URL and the request id
-        return "no answer: timed out"
-    return first_line(text)[:160] or type(exc).__name__
-
-
 def explain(exc: Exception, doing: str, endpoint: str, repo_id: str, token_env: str) -> str:
     """One line for a failed request: what failed, and what to do."""
     from huggingface_hub import errors
@@ -221,7 +210,7 @@ def explain(exc: Exception, doing: str, endpoint: str, repo_id: str, token_env: 
         said = getattr(exc, "server_message", None) or first_line(str(exc))
         return f"push: the Hub at {endpoint} answered {status} while {doing}: {first_line(said)[:200]}"
     return (
-        f"push: cannot reach the Hub at {endpoint} while {doing} ({_cause(exc)}); check the network connection "
+        f"push: cannot reach the Hub at {endpoint} while {doing} ({connection_cause(exc)}); check the network connection "
         f"(and HF_ENDPOINT, if set), then push again"
     )
 

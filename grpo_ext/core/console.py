@@ -97,6 +97,10 @@ def quiet_third_parties(verbose: bool) -> None:
 
         transformers.utils.logging.set_verbosity_error()
         transformers.utils.logging.disable_progress_bar()
+    with contextlib.suppress(ImportError):  # its import set its logger's level back to warnings, with a handler of its own
+        import huggingface_hub
+
+        huggingface_hub.utils.logging.set_verbosity_error()
 
 
 def bars_hushed() -> contextlib.AbstractContextManager[object]:

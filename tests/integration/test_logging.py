@@ -44,6 +44,13 @@ CASES = [
         "from grpo_ext.core import console; console.show(30); " + SAY + WARN,
         "grpo_ext: warning: llm_judge: 1 of 4 requests failed\n",
     ),
+    # a quiet run: the libraries underneath say nothing below an error, huggingface_hub too (its import had set its
+    # logger back to warnings, with a handler of its own: a retry's warning reached the terminal)
+    (
+        "from grpo_ext.core import console; console.quiet_third_parties(False); from huggingface_hub.utils import logging; "
+        "logging.get_logger('huggingface_hub.file_download').warning('Retrying in 1s [Retry 1/5].')",
+        "",
+    ),
 ]
 
 

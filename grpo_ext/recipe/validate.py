@@ -225,6 +225,23 @@ def _check_sources(
                     "names a split of data.hub or of a saved DatasetDict in data.file; for a file use eval_file",
                 )
             )
+    tasks = d.get("source") == "verifiers" and not problems  # a taskset that loaded: its eval tasks are known
+    for key in [k for k in EVAL_SOURCES if d.get(k) is not None] if tasks else ():
+        problems.append(
+            Problem(
+                ("data", key),
+                "holds rows the taskset's rewards cannot score (they score its own tasks); give its eval split with "
+                "source_args.eval_args, or source_args.held_out: N",
+            )
+        )
+    if eval_enabled and needs_eval and tasks and not eval_sources and not generators.generated("verifiers", d["source_args"])[1]:
+        problems.append(
+            Problem(
+                ("data", "source_args"),
+                "the taskset gives no eval tasks; give eval_args (its eval split, e.g. {split: test}) or held_out: N, "
+                "or set eval.enabled: false",
+            )
+        )
     if eval_enabled and needs_eval and not (eval_sources or holds_out or d.get("source") is not None):
         problems.append(
             Problem(

@@ -243,6 +243,31 @@ def test_a_bad_taskset_is_one_line_at_its_key(tmp_path, capsys, source_args, lin
     assert err == [f"error: {tmp_path / 'recipe.yaml'}: {expected}"]
 
 
+EVAL = [
+    # (source_args over recipe()'s, data keys beside them, the one line validate writes after "error: recipe.yaml: ")
+    (  # nothing to evaluate on while eval.enabled (the recipe's default)
+        {"eval_args": None},
+        {},
+        "data.source_args: the taskset gives no eval tasks; give eval_args (its eval split, e.g. {split: test}) or "
+        "held_out: N, or set eval.enabled: false",
+    ),
+    (  # rows without a task: the taskset's rewards could not score them
+        {"eval_args": None},
+        {"eval_prompts": ["What is 5 + 1?"]},
+        "data.eval_prompts: holds rows the taskset's rewards cannot score (they score its own tasks); give its eval split "
+        "with source_args.eval_args, or source_args.held_out: N",
+    ),
+]
+
+
+@pytest.mark.parametrize(("source_args", "data", "line"), EVAL)
+def test_the_eval_rows_are_the_tasksets(tmp_path, capsys, source_args, data, line):
+    doc = yaml.safe_load(open(recipe(tmp_path, **source_args)).read())
+    doc["data"].update(data)
+    assert cli.main(["validate", str(write(tmp_path / "recipe.yaml", doc))]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"error: {tmp_path / 'recipe.yaml'}: {line}"]
+
+
 def test_a_mixture_source_is_refused(tmp_path, capsys):
     doc = yaml.safe_load(open(recipe(tmp_path)).read())
     source = {**doc["data"], "weight": 1}

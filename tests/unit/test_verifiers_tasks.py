@@ -106,6 +106,24 @@ class Endless(Of):
     INFINITE = True
 
 
+class Judged(Of):
+    def load(self):
+        yield SumTask(SumData(prompt="1 + 1?", answer="2"), vf.TaskConfig(judges=[{"id": "reference"}]))
+
+
+class Silent(Of):
+    def load(self):
+        yield SumTask(SumData(answer="2"))
+
+
+def silent():
+    return Silent(SumTask)
+
+
+def judged():
+    return Judged(SumTask)
+
+
 def container():
     return Of(BoxTask)
 
@@ -229,6 +247,8 @@ BAD = [
     ({"taskset": "tasks.py:container", "args": {}, "eval_args": None}, verifiers_tasks._refused["container"]),
     ({"taskset": "tasks.py:runtime", "args": {}, "eval_args": None}, verifiers_tasks._refused["runtime"].format(name="passed")),
     ({"taskset": "tasks.py:unscored", "args": {}, "eval_args": None}, verifiers_tasks._refused["no_rewards"]),
+    ({"taskset": "tasks.py:judged", "args": {}, "eval_args": None}, verifiers_tasks._refused["judges"]),  # a hosted model
+    ({"taskset": "tasks.py:silent", "args": {}, "eval_args": None}, verifiers_tasks._refused["no_prompt"]),  # the user opens
     ({"taskset": "tasks.py:endless", "args": {}, "eval_args": None}, verifiers_tasks._refused["infinite"]),
     ({"taskset": "tasks.py:task_tools", "args": {}, "eval_args": None}, verifiers_tasks._refused["toolsets_task"]),
 ]

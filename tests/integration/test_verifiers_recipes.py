@@ -3,6 +3,7 @@ weights, 2 steps on the tiny model score every completion with them, and the eva
 extra, ``grpo-ext train`` refuses the recipe in one line with the install command, before torch is imported."""
 
 import json
+import re
 import sys
 
 import pytest
@@ -67,6 +68,30 @@ def test_a_taskset_with_a_toolset_trains_two_steps_with_its_tools(tmp_path, digi
     records = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in records if "tools/call_frequency" in r] == [1, 2]  # TRL's tool loop ran each step
     assert [r["step"] for r in records if "rewards/correct/mean" in r] == [1, 2]
+
+
+def adding(prompt: str) -> str:
+    """Asked what N + 1 is, it calls calc_add; given the result, it answers with it."""
+    turn = prompt.rsplit("<|im_start|>user", 1)[-1]
+    result = re.search(r"<tool_response>\n(.*?)\n</tool_response>", turn, re.S)
+    if result:
+        return f"{result.group(1).strip()}<|im_end|>"
+    a = re.search(r"What is (\d+) \+ 1\?", turn).group(1)
+    return "<tool_call>\n" + json.dumps({"name": "calc_add", "arguments": {"a": int(a), "b": 1}}) + "\n</tool_call><|im_end|>"
+
+
+@pytest.mark.skipif(compat.tools_problem("tools") is not None, reason="tools need trl>=0.26, transformers>=5")
+def test_a_toolsets_tool_answers_the_model(tmp_path, digit_doc, chatml_model, no_hub, scripted_model):
+    scripted_model(adding)  # the tool loop, the template, the parser, the tool and the rewards stay real
+    doc = taskset_doc(tmp_path, digit_doc, chatml_model)
+    doc["data"]["source_args"] = {"taskset": "tasks.py:make_tool_taskset", "held_out": 2}
+    doc["training"].update(max_completion_length=128, max_tool_calling_iterations=2)
+    doc["eval"]["enabled"] = False
+    assert cli.main(["train", str(write(tmp_path / "recipe.yaml", doc))]) == 0
+    records = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    steps = [r for r in records if "rewards/correct/mean" in r]
+    # every completion called calc_add, read its sum, and gave it: the taskset's reward scores it right
+    assert [(r["rewards/correct/mean"], r["tools/call_frequency"]) for r in steps] == [(1.0, 1.0), (1.0, 1.0)]
 
 
 def test_without_the_extra_train_refuses_in_one_line_before_torch(tmp_path, digit_doc, tiny_model):

@@ -16,7 +16,6 @@ opens. ``verifiers`` is an optional
 extra, imported only when a recipe names it.
 """
 
-import asyncio
 import functools
 import importlib.util
 import inspect
@@ -177,7 +176,7 @@ def _served(ref: str, args: str | None) -> dict[str, Any]:
     taskset = _build(factory, ref, json.loads(args or "{}"), "args")
     tools: dict[str, Any] = {}
     for toolset in type(taskset).toolsets(taskset.config):
-        asyncio.run(_awaited(toolset.setup()))
+        _run(toolset.setup())
         for method in discover_decorated(toolset, "tool"):
             name = getattr(method, "tool_name", None) or method.__name__
             full = f"{toolset.server_name}_{name}" if toolset.server_name else name
@@ -198,7 +197,7 @@ def _as_function(name: str, method: Any) -> Callable[..., Any]:
 
     def call(*args: Any, **kwargs: Any) -> Any:
         result = method(*args, **kwargs)
-        return asyncio.run(_awaited(result)) if inspect.isawaitable(result) else result
+        return _run(result) if inspect.isawaitable(result) else result
 
     call.__name__ = call.__qualname__ = name
     call.__doc__ = doc
@@ -360,11 +359,18 @@ def _score(task: Any, name: str, completion: Any) -> float:
     fn = next(fn for fn in task.hooks("reward") if fn.__name__ == name)
     result = invoke(fn, {"task": task.data, "trace": _trace(task, completion)})
     if inspect.isawaitable(result):
-        result = asyncio.run(_awaited(result))
+        result = _run(result)
     if isinstance(result, dict):
         raise ValueError(f"reward {name} returned keyed scores ({', '.join(map(str, result))}); return one number")
     return float(result)
 
 
-async def _awaited(result: Any) -> Any:
-    return await result
+def _run(awaitable: Any) -> Any:
+    """What a coroutine of the taskset's (a reward, a tool, a toolset's setup) comes to; asyncio is imported here, so
+    that a recipe read without verifiers loads none of it."""
+    import asyncio
+
+    async def awaited() -> Any:
+        return await awaitable
+
+    return asyncio.run(awaited())

@@ -1,18 +1,24 @@
-"""Launch one contestant (benchmarks/contestants.py) in a fresh process and read its result line."""
+"""Launch one contestant (benchmarks/contestants.py) in a fresh process, or N under accelerate, and read its result."""
 
 import json
+import os
+import shutil
+import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
 
-def launch(name: str, max_steps: int, check_every: int = 0, extra: list[str] | None = None) -> dict:
+def launch(name: str, max_steps: int, check_every: int = 0, extra: list[str] | None = None, processes: int = 1) -> dict:
+    """One run of a contestant; its result line. With ``processes`` above 1 the run is ``accelerate launch
+    --config_file configs/cpu-ddp.yaml --num_processes N`` (DDP over gloo, one thread a process): the record is the
+    main process's, with ``phases`` the mean over the processes of each step's phases and ``ranks`` every process's."""
     launched = time.time()
-    cmd = [
-        sys.executable,
+    args = [
         str(HERE / "contestants.py"),
         name,
         "--max-steps",
@@ -23,11 +29,36 @@ def launch(name: str, max_steps: int, check_every: int = 0, extra: list[str] | N
         repr(launched),
         *(extra or []),
     ]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE.parent, check=False)
-    lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
-    if proc.returncode != 0 or not lines:
+    env = None
+    if processes == 1:
+        cmd = [sys.executable, *args]
+    else:
+        accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent)) or "accelerate"
+        config = HERE.parent / "configs" / "cpu-ddp.yaml"
+        cmd = [accelerate, "launch", "--config_file", str(config), "--num_processes", str(processes), *args]
+        env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
+    with tempfile.TemporaryDirectory() as results:
+        if env is not None:
+            env["CONTESTANT_RESULTS"] = results  # each process writes its record there; their stdout lines interleave
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=HERE.parent, env=env, check=False)
+        if env is None:
+            records = [json.loads(line[len("RESULT ") :]) for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
+        else:
+            records = [json.loads(f.read_text()) for f in sorted(Path(results).glob("result-*.json"))]
+    if proc.returncode != 0 or len(records) < processes or not records:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise SystemExit(f"error: contestant {name!r} failed (exit {proc.returncode}): {tail}")
-    record = json.loads(lines[-1][len("RESULT ") :])
+    records.sort(key=lambda r: r.get("rank", 0))
+    record = records[0]
+    if processes > 1 and "phases" in record:
+        steps = min(len(r["phases"]) for r in records)
+        record["phases"] = [
+            {
+                k: statistics.fmean(r["phases"][i].get(k, 0.0) for r in records)
+                for k in {k for r in records for k in r["phases"][i]}
+            }
+            for i in range(steps)
+        ]
+        record["ranks"] = records
     record["wall"] = round(time.time() - launched, 1)
     return record

@@ -15,7 +15,8 @@ NAME is one of:
 Every contestant gets the same callback: every K steps it samples 8 completions for each held-out
 prompt and scores digit_exact; at a pass rate of 0.9 or more it stops training. Each step's wall time
 is recorded. The process prints one JSON line: steps, step times, checks, and when it solved the task,
-in seconds since --launched (the parent's launch time).
+in seconds since --launched (the parent's launch time), its rank (RANK under ``accelerate launch``, 0 alone), and
+for grpo_ext the ``skipped_rows`` of each logged step (the share of rows left out of the loss).
 
 With --anatomy, each step's time is also split into phases (``phases``: one dict per step, seconds of each
 phase, exclusive of the phases nested in it; ``other`` is the rest of the step): generation, reward scoring,
@@ -25,6 +26,7 @@ backward, and the optimizer step. The timers wrap TRL's and accelerate's own met
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -91,6 +93,10 @@ def race_callback(eval_prompts: list, chat: bool, check_every: int, launched: fl
                     record["solved_at"] = round(time.time() - launched, 1)
                     record["solved_step"] = state.global_step
                     control.should_training_stop = True
+
+        def on_log(self, args, state, control, logs=None, **kw):
+            if logs and "skipped_rows" in logs:  # grpo_ext's share of rows left out of the loss, one entry a log
+                record.setdefault("skipped_rows", []).append(logs["skipped_rows"])
 
     return Race()
 
@@ -196,7 +202,15 @@ def main() -> None:
     p.add_argument("--anatomy", action="store_true", help="split each step's time into its phases")
     args = p.parse_args()
     launched = args.launched or time.time()
-    record = {"name": args.name, "first_step_at": None, "step_seconds": [], "checks": [], "solved_at": None, "solved_step": None}
+    record = {
+        "name": args.name,
+        "rank": int(os.environ.get("RANK", "0")),
+        "first_step_at": None,
+        "step_seconds": [],
+        "checks": [],
+        "solved_at": None,
+        "solved_step": None,
+    }
     extra = [phase_timers(record)] if args.anatomy else []
 
     import yaml
@@ -254,6 +268,8 @@ def main() -> None:
             except grpo_ext.RunError as exc:
                 raise SystemExit(f"error: {exc}") from None
     record["steps"] = len(record["step_seconds"])
+    if os.environ.get("CONTESTANT_RESULTS"):  # several processes: one file each, as their stdout lines interleave
+        Path(os.environ["CONTESTANT_RESULTS"], f"result-{record['rank']}.json").write_text(json.dumps(record))
     print("RESULT " + json.dumps(record), flush=True)
 
 

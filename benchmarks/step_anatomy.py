@@ -7,7 +7,7 @@
 running that recipe (see benchmarks/contestants.py, whose --anatomy timers split each step into generation,
 reward scoring, forward passes without gradient, the loss's forward pass, the loss, backward, the optimizer
 step and the rest). Contestants alternate, one process per run; the first step of each run is left out
-(warm-up). Prints, per phase, the mean seconds per step of each contestant (a mean, so that work done every
+(warm-up). Prints, per run, its mean and median step and the share of rows left out at each timed step; then, per phase, the mean seconds per step of each contestant (a mean, so that work done every
 other step, such as generation with ``generation_batch_size`` twice the batch, counts at its share), its share
 of the step, and the ratio to plain TRL; then the mean and the median step time of each contestant and its ratio to
 plain TRL, and the share of rows each left out of the loss (``skipped_rows``, mean of the timed steps; plain TRL
@@ -46,10 +46,12 @@ def main() -> None:
             r = launch(name, args.steps, extra=extra, processes=args.processes)
             phases[label].extend(r["phases"][1:])
             steps[label].extend(r["step_seconds"][1:])
-            skipped[label].extend(r.get("skipped_rows", [])[1:] or [0.0])
+            shares = r.get("skipped_rows", [])[1:] or [0.0]
+            skipped[label].extend(shares)
             timed = r["step_seconds"][1:]
             print(
-                f"round {i + 1} {label:<12} mean step {statistics.fmean(timed):.3f} s, median {statistics.median(timed):.3f} s",
+                f"round {i + 1} {label:<12} mean step {statistics.fmean(timed):.3f} s, median {statistics.median(timed):.3f} s, "
+                f"skipped rows {' '.join(f'{x:.0%}' for x in shares)}",
                 flush=True,
             )
 

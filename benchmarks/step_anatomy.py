@@ -7,9 +7,10 @@
 running that recipe (see benchmarks/contestants.py, whose --anatomy timers split each step into generation,
 reward scoring, forward passes without gradient, the loss's forward pass, the loss, backward, the optimizer
 step and the rest). Contestants alternate, one process per run; the first step of each run is left out
-(warm-up). Prints, per run, its mean and median step and the share of rows left out at each timed step; then, per phase, the mean seconds per step of each contestant (a mean, so that work done every
-other step, such as generation with ``generation_batch_size`` twice the batch, counts at its share), its share
-of the step, and the ratio to plain TRL; then the mean and the median step time of each contestant and its ratio to
+(warm-up). Prints, per run, its mean and median step and the share of rows left out at each timed step; then,
+per phase, the mean seconds per step of each contestant (a mean, so that work done every other step, such as
+generation with ``generation_batch_size`` twice the batch, counts at its share), its share of the step, and the
+ratio to plain TRL; then the mean and the median step time of each contestant and its ratio to
 plain TRL, and the share of rows each left out of the loss (``skipped_rows``, mean of the timed steps; plain TRL
 leaves none out). A candidate is grpo_ext with recipe overrides (an engine choice to try, e.g.
 ``training.generation_batch_size=32``).

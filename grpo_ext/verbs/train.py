@@ -215,6 +215,8 @@ def _training_data(d: Data) -> str:
         if d.prompt_template:
             how = f"prompts from template {d.prompt_template!r}"
         return f"file {d.file} ({how})"
+    if d.source == "verifiers":
+        return f"verifiers taskset {d.source_args['taskset']}"
     if d.source:
         return f"generator {d.source}"
     if d.hub:

@@ -3,6 +3,7 @@ constants that tests of more than one tier write. Fixtures live in conftest.py."
 
 import copy
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -17,6 +18,22 @@ ROOT = Path(__file__).resolve().parents[1]
 # A test that asserts on wall time runs twice: once without that assertion in the default tiers, once with it
 # under the `timing` marker (pytest -m timing), where nothing else runs beside it.
 TIMED = [pytest.param(False, id="checks"), pytest.param(True, id="timed", marks=pytest.mark.timing)]
+
+
+# --- scripted ChatML models (the conftest's scripted_model fixture plays them) ------------------------------------
+
+
+def chatml_turn(prompt: str) -> tuple[str, str | None]:
+    """A scripted policy's view of the ChatML prompt so far: its last user turn, and the tool result in that turn
+    (None before any call)."""
+    turn = prompt.rsplit("<|im_start|>user", 1)[-1]
+    result = re.search(r"<tool_response>\n(.*?)\n</tool_response>", turn, re.S)
+    return turn, result.group(1) if result else None
+
+
+def tool_call(name: str, **arguments) -> str:
+    """A ChatML model's call of the tool ``name``, as the chat template's parser reads it (the end token not included)."""
+    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
 
 
 # --- recipes ---------------------------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ import yaml
 from grpo_ext import cli
 from grpo_ext.run import completions
 from grpo_ext.settings import compat
+from tests.helpers import tool_call
 
 pytestmark = pytest.mark.skipif(
     compat.tools_problem("environment") is not None, reason="environments need trl>=1.8, transformers>=5.2"
@@ -60,10 +61,6 @@ async def shout(text: str) -> str:
 '''
 
 
-def call(name: str, **arguments) -> str:
-    return f"<tool_call>\n{json.dumps({'name': name, 'arguments': arguments})}\n</tool_call>"
-
-
 def word_player(prompt: str) -> str:
     """Reads the word reset added to the prompt, shouts it (the async tool), guesses it (the async method), then
     stops once told right."""
@@ -73,9 +70,9 @@ def word_player(prompt: str) -> str:
     if word is None or (answers and answers[-1] == "right"):
         reply = "Done."
     elif not answers:
-        reply = call("shout", text=word.group(1))
+        reply = tool_call("shout", text=word.group(1))
     else:
-        reply = call("guess", word=word.group(1))
+        reply = tool_call("guess", word=word.group(1))
     return reply + "<|im_end|>"
 
 

@@ -13,6 +13,7 @@ import yaml
 
 from grpo_ext import cli
 from grpo_ext.settings import compat
+from tests.helpers import chatml_turn, tool_call
 
 pytestmark = pytest.mark.skipif(compat.tools_problem("tools") is not None, reason="tools need trl>=0.26, transformers>=5")
 
@@ -31,12 +32,11 @@ CITIES = ["Paris", "Lyon", "Nice", "Lille"]
 
 def policy(prompt: str) -> str:
     """Asked to look a city up, it calls facts on it; after a result it answers with the result's first word."""
-    turn = prompt.rsplit("<|im_start|>user", 1)[-1]
-    result = re.search(r"<tool_response>\n(.*?)\n</tool_response>", turn, re.S)
-    if result:
-        return f"Answer: {result.group(1).split()[0]}<|im_end|>"
+    turn, result = chatml_turn(prompt)
+    if result is not None:
+        return f"Answer: {result.split()[0]}<|im_end|>"
     city = re.search(r"Look up (\w+)\.", turn).group(1)
-    return "<tool_call>\n" + json.dumps({"name": "facts", "arguments": {"topic": city}}) + "\n</tool_call><|im_end|>"
+    return tool_call("facts", topic=city) + "<|im_end|>"
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from grpo_ext import cli
 from grpo_ext.settings import compat
 from grpo_ext.verbs import evaluate, sweep
 from grpo_ext.verbs import filter as pass_filter
+from tests.helpers import chatml_turn, tool_call
 
 pytestmark = pytest.mark.skipif(compat.tools_problem("tools") is not None, reason="tools need trl>=0.26, transformers>=5")
 
@@ -28,14 +29,12 @@ def scripted(calls: bool):
     after a tool result answers with it; each reply ends in <|im_end|>, as a model's would."""
 
     def reply(prompt: str) -> str:
-        turn = prompt.rsplit("<|im_start|>user", 1)[-1]
-        result = re.search(r"<tool_response>\n(.*?)\n</tool_response>", turn, re.S)
+        turn, result = chatml_turn(prompt)
         question = re.search(r"What is (\d+ \+ \d+)\?", turn)
-        if result:
-            text = f"Answer: {result.group(1)}"
+        if result is not None:
+            text = f"Answer: {result}"
         elif calls and question:
-            call = json.dumps({"name": "calculator", "arguments": {"expression": question.group(1)}})
-            text = f"<tool_call>\n{call}\n</tool_call>"
+            text = tool_call("calculator", expression=question.group(1))
         else:
             text = "Answer: 0"
         return text + "<|im_end|>"

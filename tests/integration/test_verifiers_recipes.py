@@ -11,7 +11,7 @@ import yaml
 
 from grpo_ext import cli
 from grpo_ext.settings import compat
-from tests.helpers import ROOT, run_command, tiny_doc, write
+from tests.helpers import ROOT, chatml_turn, run_command, tiny_doc, tool_call, write
 from tests.unit.test_verifiers_tasks import TASKS
 
 pytest.importorskip("verifiers.v1", reason="needs the verifiers extra: pip install -e '.[verifiers]'")
@@ -72,12 +72,11 @@ def test_a_taskset_with_a_toolset_trains_two_steps_with_its_tools(tmp_path, digi
 
 def adding(prompt: str) -> str:
     """Asked what N + 1 is, it calls calc_add; given the result, it answers with it."""
-    turn = prompt.rsplit("<|im_start|>user", 1)[-1]
-    result = re.search(r"<tool_response>\n(.*?)\n</tool_response>", turn, re.S)
-    if result:
-        return f"{result.group(1).strip()}<|im_end|>"
+    turn, result = chatml_turn(prompt)
+    if result is not None:
+        return f"{result.strip()}<|im_end|>"
     a = re.search(r"What is (\d+) \+ 1\?", turn).group(1)
-    return "<tool_call>\n" + json.dumps({"name": "calc_add", "arguments": {"a": int(a), "b": 1}}) + "\n</tool_call><|im_end|>"
+    return tool_call("calc_add", a=int(a), b=1) + "<|im_end|>"
 
 
 @pytest.mark.skipif(compat.tools_problem("tools") is not None, reason="tools need trl>=0.26, transformers>=5")

@@ -162,15 +162,19 @@ def close(completed: bool) -> None:
     """End this process's part in a multi-process run before the interpreter shuts down.
 
     A process that exits with its gloo process group still alive can abort in teardown ("terminate
-    called without an active exception"): gloo's worker threads outlive the interpreter. After a
-    completed run every process first waits for the others (the main one may still be evaluating);
-    after a failure it does not wait, as another process may never arrive.
+    called without an active exception"): gloo's worker threads, and the work they hold with its
+    tensors, outlive the interpreter. So the trainer of a finished run, kept only by its own reference
+    cycles (its DDP model holds the process group), is collected first, while the interpreter is whole;
+    then the group is shut down. After a completed run every process first waits for the others (the
+    main one may still be evaluating); after a failure it does not wait, as another may never arrive.
     """
+    import gc
     import sys
 
     dist = getattr(sys.modules.get("torch"), "distributed", None)
     if dist is None or not dist.is_available() or not dist.is_initialized():
         return
+    gc.collect()
     if completed:
         dist.barrier()
     dist.destroy_process_group()

@@ -18,7 +18,7 @@ import json, os, sys
 import torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
-from grpo_ext.run import dynamic, trainer, trl_internals
+from grpo_ext.run import dynamic, launch, trainer, trl_internals
 from grpo_ext.settings import compat
 
 model_dir, out, case = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
@@ -53,6 +53,8 @@ seen = {
 }
 with open(f"{out}/rank{RANK}.json", "w") as f:
     json.dump(seen, f)
+del batch, grpo, model  # as a run ends (launch.close): the process group goes before the interpreter does
+launch.close(True)
 """
 
 CASES = [

@@ -24,7 +24,7 @@ import torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl import GRPOTrainer
-from grpo_ext.run import skipping, trainer, trl_internals
+from grpo_ext.run import launch, skipping, trainer, trl_internals
 from grpo_ext.settings import compat
 
 model_dir, out, cases = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
@@ -85,6 +85,8 @@ for loss_type in json.loads(sys.argv[4]):
         })
 with open(f"{out}/rank{rank}.json", "w") as f:
     json.dump(seen, f)
+del ddp, grpo, model  # as a run ends (launch.close): the process group goes before the interpreter does
+launch.close(True)
 """
 
 # advantages of process 0's micro-batch, then process 1's (6 rows each)

@@ -6,8 +6,9 @@
 
 Contestants: ``single`` samples ``--single``'s eval prompts as single replies (``model.generate``, as ``grpo-ext
 eval`` does for a recipe without tools); ``tools`` plays ``--tools``'s eval prompts through TRL's tool loop (the
-trainer's generation in eval mode, as ``grpo-ext eval`` and a run's eval before and after do); each candidate is
-``tools`` with recipe overrides, e.g. ``--candidate "cb: training.use_transformers_continuous_batching=true"``.
+trainer's generation in eval mode, as ``grpo-ext eval`` and a run's eval before and after do, the prompt tokens a
+batch shares encoded once: ``groups.share_prompt``); each candidate is ``tools`` with recipe overrides, e.g.
+``--candidate "whole: groups.share_prompt=false"`` or ``--candidate "cb: training.use_transformers_continuous_batching=true"``.
 Every contestant takes the first ``--prompts`` held-out prompts (``eval.max_prompts``) x ``--samples``
 (``eval.samples``); ``--set`` adds overrides to every contestant (``--set model.name=DIR`` for another model).
 Each run is a process of its own, loading the recipe's model from the local cache as ``grpo-ext eval`` does; the

@@ -10,6 +10,7 @@ RESUME_MAY_CHANGE = (
     "health",
     "logging",
     "groups.skip_zero_advantage",
+    "groups.share_prompt",
     "resume",
     "save_final",
     "output_dir",

@@ -198,6 +198,7 @@ class Groups:
     skip_zero_advantage: bool
     dynamic_sampling: bool | None
     max_extra_rounds: int
+    share_prompt: bool
 
 
 @dataclass(frozen=True)

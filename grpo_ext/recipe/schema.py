@@ -268,6 +268,11 @@ SCHEMA: dict[str, dict[str, Spec]] = {
             maximum=MAX_ROUNDS,
             doc="with dynamic_sampling: the most extra generation rounds per generation batch",
         ),
+        "share_prompt": Spec(
+            ("bool",),
+            True,
+            doc="generation encodes the prompt tokens a batch shares (system prompt, tool schemas) once (same tokens, less work)",
+        ),
     },
     "reward": {
         "name": Spec(("str",), required=True, doc="registry name, module:function, file.py:function or entry point"),

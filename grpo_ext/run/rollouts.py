@@ -289,6 +289,7 @@ def sampler(recipe, model, tokenizer, rows: list[dict], scratch):
         train_dataset=Dataset.from_list([dict(r) for r in rows]),
         tokenizer=tokenizer,
         behaviours=[DroppedResults()] if recipe.agentic else [],
+        share_prompt=recipe.groups.share_prompt,
         tools=recipe.tool_functions or None,
         environment_factory=recipe.environment_factory,
     )

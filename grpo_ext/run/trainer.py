@@ -60,6 +60,7 @@ def make_trainer(
     tokenizer,
     callbacks=None,
     behaviours=(),
+    share_prompt: bool = True,
     **features,
 ):
     """Build the trainer with keywords only: GRPOTrainer calling ``behaviours``, the GRPO behaviours TRL lacks that
@@ -76,4 +77,4 @@ def make_trainer(
             need = compat.TRAINER_ADDED.get(name, str(compat.MIN_TRL))
             raise RunError(f"GRPOTrainer of trl {compat.trl_version()} takes no {name}; run: pip install -U 'trl>={need}'")
         kwargs[name] = value
-    return trl_internals.make(kwargs, list(behaviours))
+    return trl_internals.make(kwargs, list(behaviours), share_prompt)

@@ -15,7 +15,7 @@ used here. A TRL release that moves one of them changes this module only (CONTRI
 | `_logs` | ``sampled``: the last generation batch, for ``completions.jsonl`` | 0.20.0 to 1.16.0 (3) |
 | `_textual_logs` | ``sampled`` on TRL 0.19 | 0.19.1 (0.20.0 renamed it) |
 | `_entropy_bonus_enabled` | ``entropy_bonus``: row skipping keeps every row when there is one | 1.8.0 to 1.16.0 (4) |
-| `_generate_single_turn` | ``scripted_replies``: tests script the model's replies | 1.0.0 to 1.16.0 (5) |
+| `_generate_single_turn` | overridden: ``prefix_shared``; ``scripted_replies``: tests script the replies | 1.0.0 to 1.16.0 (5) |
 | `_tool_call_loop` | not called: ``rewards.tool_use.unanswered`` counts what it dropped | 0.26.2 to 1.16.0 (6) |
 | `_get_per_token_logps_and_entropies` | ``token_logps``: TIC-GRPO's loss; ``STEP_PHASES`` | 0.20.0 to 1.16.0 (7) |
 | `_compute_loss` | ``STEP_PHASES``, as above | 0.19.1 to 1.16.0 |
@@ -34,7 +34,10 @@ used here. A TRL release that moves one of them changes this module only (CONTRI
    read as off.
 5. ``(prompt_ids, images, multimodal_fields)``, returning ``(completion_ids, logprobs)``, from 1.0.0; 1.11.0 to 1.14.0
    add ``has_tool_images``, 1.15.0 and 1.16.0 ``num_generations`` too (both passed over). 0.29.1 returns three values,
-   and 0.24.0 to 0.28.0 take prompts and return four: ``scripted_replies`` refuses a TRL before 1.0.
+   and 0.24.0 to 0.28.0 take prompts and return four: ``scripted_replies`` refuses a TRL before 1.0. Without vLLM or
+   continuous batching, each of 1.0.0 to 1.16.0 left-pads the prompts and calls the unwrapped model's
+   ``generate(input_ids=..., attention_mask=..., generation_config=...)``, keeping what follows the prompts' width:
+   the call ``prefix_shared`` reshapes (other arguments, images for one, leave it TRL's).
 6. Read on 0.26.2, 0.27.2, 0.28.0, 0.29.1, 1.0.0 to 1.4.0, 1.8.0, 1.9.0, 1.11.0, 1.13.0 to 1.16.0. From 1.2.0 it rolls
    back results that would pass ``max_completion_length`` (before, only those past the model's context, cut there);
    it stops at ``max_tool_calling_iterations`` from 0.27.0.
@@ -55,6 +58,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from grpo_ext.core.errors import RunError
+from grpo_ext.run import prefix_cache
 from grpo_ext.settings import compat
 
 # GRPOTrainer's methods the trainer below overrides to call the behaviours' hooks (its third is compute_loss, public).
@@ -125,6 +129,7 @@ def trainer_class():
 
     class Trainer(GRPOTrainer):
         behaviours: list | tuple = ()  # each instance's own list, set by ``make``; none while TRL's __init__ runs
+        share_prefix = True  # set by ``make``: see prefix_shared
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             def trl(batch):
@@ -144,6 +149,13 @@ def trainer_class():
                 behaviour.on_rewards(step, completions, completion_ids_list, scores)
             return scores
 
+        def _generate_single_turn(self, *args, **kwargs):
+            model = prefix_shared(self)
+            if model is None:
+                return super()._generate_single_turn(*args, **kwargs)
+            with prefix_cache.sharing(model):
+                return super()._generate_single_turn(*args, **kwargs)
+
         def _generate_and_score_completions(self, inputs):
             batch = super()._generate_and_score_completions(inputs)
             step = _step(self)
@@ -152,6 +164,23 @@ def trainer_class():
             return batch
 
     return Trainer
+
+
+def prefix_shared(trainer):
+    """The model whose ``generate`` TRL's generation of a batch calls, where the batch's shared prompt prefix can be
+    encoded once (``run/prefix_cache.py``); None where TRL generates another way (vLLM, continuous batching), where
+    the weights are sharded (ZeRO-3, FSDP: gathered inside TRL's call), before TRL 1.0, or with
+    ``trainer.share_prefix`` off."""
+    if not trainer.share_prefix or not compat.trl_at_least("1.0"):
+        return None
+    if trainer.use_vllm or getattr(trainer, "use_transformers_continuous_batching", False):
+        return None
+    if getattr(trainer, "use_transformers_paged", False) or getattr(trainer, "is_fsdp_enabled", False):
+        return None
+    plugin = getattr(trainer.accelerator.state, "deepspeed_plugin", None)
+    if plugin is not None and plugin.zero_stage == 3:
+        return None
+    return trainer.accelerator.unwrap_model(trainer.model_wrapped)
 
 
 def _step(trainer) -> Step:
@@ -167,9 +196,10 @@ def _hooked_loss(behaviour: Behaviour, step: Step, model, inner: Callable[[dict]
     return behaviour.on_loss(step, model, inputs, inner)
 
 
-def make(kwargs: dict, behaviours: list[Behaviour]):
+def make(kwargs: dict, behaviours: list[Behaviour], share_prefix: bool = True):
     """The trainer of ``trainer_class`` built from GRPOTrainer's keyword arguments, calling ``behaviours``; on a TRL
-    that lacks a method the hooks are called from, a behaviour is refused in one line, never left uncalled."""
+    that lacks a method the hooks are called from, a behaviour is refused in one line, never left uncalled.
+    ``share_prefix``: its generation encodes a batch's shared prompt prefix once (``prefix_shared``)."""
     missing = [name for name in HOOKED if not hasattr(trainer_class().__base__, name)]
     if behaviours and missing:
         newest = max(compat.tables())
@@ -179,6 +209,7 @@ def make(kwargs: dict, behaviours: list[Behaviour]):
         )
     trainer = trainer_class()(**kwargs)
     trainer.behaviours = list(behaviours)
+    trainer.share_prefix = share_prefix
     return trainer
 
 

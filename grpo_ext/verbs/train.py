@@ -463,6 +463,7 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
         peft_config=models.lora_config(recipe.model),
         callbacks=own + list(callbacks or []),
         behaviours=behaviours(recipe),
+        share_prompt=recipe.groups.share_prompt,
         tools=recipe.tool_functions or None,
         environment_factory=recipe.environment_factory,
     )

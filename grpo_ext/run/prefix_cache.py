@@ -1,0 +1,106 @@
+"""Generation of a batch whose prompts share their first tokens, with those tokens encoded once.
+
+A recipe with tools puts the same system prompt (the tool schema, the worked exchanges) at the head of every prompt,
+hundreds of tokens, and ``generate()`` encodes it again for each row of the batch, and again after each tool result,
+when TRL's tool loop generates from the whole conversation. Here the longest prefix that every row of a batch
+shares is run through the model once; its keys and values are copied to each row, and ``generate()`` goes on from
+them with only each row's own tokens left to encode.
+
+A batch is left-padded, so the shared prefix would sit at a different position in each row. Here the padding goes
+between the prefix and each row's own tokens instead: ``generate()`` numbers positions by the attention mask, so
+each token keeps the position it has in the left-padded batch, and masked padding changes no output. Greedy decoding
+returns the same tokens either way (``tests/integration/test_prefix_cache.py``).
+"""
+
+import contextlib
+import inspect
+from collections.abc import Iterator
+
+# Below this many shared tokens the saving is too small to be worth a second forward call: a chat template's own
+# header and a short system prompt stay on generate()'s path.
+MIN_SHARED = 64
+
+
+def shared_length(rows: list[list[int]]) -> int:
+    """How many leading tokens every row has in common, leaving each row at least one token of its own (the one
+    ``generate()`` starts from)."""
+    if len(rows) < 2:
+        return 0
+    first, limit = rows[0], min(len(r) for r in rows) - 1
+    for i in range(limit):
+        token = first[i]
+        if any(r[i] != token for r in rows):
+            return i
+    return max(limit, 0)
+
+
+def _unpadded(input_ids, attention_mask) -> list[list[int]]:
+    return [ids[mask.bool()].tolist() for ids, mask in zip(input_ids, attention_mask, strict=True)]
+
+
+def _cache_name(model) -> str:
+    """The keyword a model's forward takes its cache by: ``cache`` in newer transformers, ``past_key_values`` before."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model  # a PEFT model passes it on
+    params = inspect.signature(base.forward).parameters
+    return "cache" if "cache" in params and "past_key_values" not in params else "past_key_values"
+
+
+def generate(model, original, input_ids, attention_mask, **kwargs):
+    """``original(input_ids=..., attention_mask=..., **kwargs)`` (a model's ``generate``) for a left-padded batch,
+    with the rows' shared prefix encoded once; the prompt part of what it returns has the padding moved after the
+    prefix, the part after it (what TRL keeps) is as ``original`` makes it. Calls ``original`` unchanged where it
+    cannot share: a batch of one, a short prefix, a cache already given, or inputs other than tokens."""
+    import torch
+
+    rows = _unpadded(input_ids, attention_mask)
+    shared = shared_length(rows)
+    given = {"cache", "past_key_values", "cache_implementation", "num_return_sequences", "inputs_embeds"} & set(kwargs)
+    other_inputs = any(isinstance(v, torch.Tensor) for v in kwargs.values())  # images, token types: rows of their own
+    if shared < MIN_SHARED or given or other_inputs:
+        return original(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+    config = kwargs.get("generation_config")
+    if config is not None and getattr(config, "cache_implementation", None):  # a static or offloaded cache of its own
+        return original(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+    width, pad = input_ids.shape[1], _pad_id(input_ids, attention_mask, config)
+    ids = torch.full_like(input_ids, pad)
+    mask = torch.zeros_like(attention_mask)
+    for i, row in enumerate(rows):
+        own = row[shared:]
+        ids[i, :shared], mask[i, :shared] = torch.tensor(row[:shared]), 1
+        ids[i, width - len(own) :], mask[i, width - len(own) :] = torch.tensor(own), 1
+    name = _cache_name(model)
+    with torch.no_grad():
+        out = model(input_ids=ids[:1, :shared], use_cache=True)
+    cache = getattr(out, "cache", None)
+    cache = out.past_key_values if cache is None else cache
+    cache.batch_repeat_interleave(len(rows))
+    return original(input_ids=ids, attention_mask=mask, **{name: cache}, **kwargs)
+
+
+def _pad_id(input_ids, attention_mask, config) -> int:
+    """The batch's own padding token (any token under a 0 of the mask), else the generation config's."""
+    padded = input_ids[attention_mask == 0]
+    if padded.numel():
+        return int(padded[0])
+    pad = getattr(config, "pad_token_id", None)
+    return int(pad if pad is not None else 0)
+
+
+@contextlib.contextmanager
+def sharing(model) -> Iterator[None]:
+    """For the length of the block, ``model.generate`` encodes a batch's shared prefix once (``generate``)."""
+    original, own = model.generate, "generate" in vars(model)
+
+    def shared_generate(*args, **kwargs):
+        if args or "input_ids" not in kwargs or "attention_mask" not in kwargs:
+            return original(*args, **kwargs)
+        return generate(model, original, kwargs.pop("input_ids"), kwargs.pop("attention_mask"), **kwargs)
+
+    model.generate = shared_generate
+    try:
+        yield
+    finally:
+        if own:
+            model.generate = original
+        else:
+            del model.generate

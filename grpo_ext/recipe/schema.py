@@ -271,7 +271,7 @@ SCHEMA: dict[str, dict[str, Spec]] = {
         "share_prompt": Spec(
             ("bool",),
             True,
-            doc="generation encodes the prompt tokens a batch shares (system prompt, tool schemas) once (same tokens, less work)",
+            doc="encode the prompt tokens a batch shares (system prompt, tool schemas) once, in generation and the loss pass",
         ),
     },
     "reward": {

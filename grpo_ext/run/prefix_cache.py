@@ -104,3 +104,77 @@ def sharing(model) -> Iterator[None]:
             model.generate = original
         else:
             del model.generate
+
+
+def backbone_of(model):
+    """The transformer body under a causal LM (PEFT's wrapper and the LM head taken off): what computes the hidden
+    states the head scores, the one call the loss pass's sharing reshapes."""
+    inner = model.get_base_model() if hasattr(model, "get_base_model") else model
+    body = getattr(inner, "base_model", None)
+    return body if body is not None and body is not inner else None
+
+
+@contextlib.contextmanager
+def sharing_prompt(backbone, prefix: list[int]) -> Iterator[None]:
+    """For the length of the block, the backbone's forward over a batch of left-padded rows that each start with
+    ``prefix`` (the loss pass's prompts and completions) runs the prefix once and the rest of each row from its keys
+    and values. The hidden states it returns have every row's own tokens in the columns they had; the prefix's
+    columns (prompt tokens, never scored) hold the prefix's states. The gradient through the prefix is the sum over
+    the rows, as if each had computed it. A call it cannot reshape (another row, a cache, other inputs) runs as it is."""
+    original, own = backbone.forward, "forward" in vars(backbone)
+
+    def shared_forward(*args, **kwargs):
+        reshaped = _reshape(prefix, args, kwargs)
+        if reshaped is None:
+            return original(*args, **kwargs)
+        ids, mask, rest = reshaped
+        return _forward_shared(original, _cache_name(backbone), len(prefix), ids, mask, rest)
+
+    backbone.forward = shared_forward
+    try:
+        yield
+    finally:
+        if own:
+            backbone.forward = original
+        else:
+            del backbone.forward
+
+
+def _reshape(prefix: list[int], args: tuple, kwargs: dict):
+    """(input_ids, attention_mask, other kwargs) with each row's padding moved after ``prefix``; None where the call
+    is not a batch of rows that all start with it."""
+    import torch
+
+    ids, mask = kwargs.get("input_ids"), kwargs.get("attention_mask")
+    others = {k: v for k, v in kwargs.items() if k not in ("input_ids", "attention_mask")}
+    if args or ids is None or mask is None or ids.dim() != 2 or mask.shape != ids.shape:
+        return None
+    if {"cache", "past_key_values", "position_ids", "inputs_embeds"} & {k for k, v in others.items() if v is not None}:
+        return None
+    if any(isinstance(v, torch.Tensor) for v in others.values()):
+        return None
+    k = len(prefix)
+    lead = (mask.cumsum(-1) == 0).sum(-1)  # each row's left padding
+    want = torch.tensor(prefix, device=ids.device)
+    new_ids, new_mask = ids.clone(), mask.clone()
+    for i, pad in enumerate(lead.tolist()):
+        if pad + k >= ids.shape[1] or not torch.equal(ids[i, pad : pad + k], want):
+            return None  # a row shorter than the prefix, or another prompt: not rows this block was opened for
+        new_ids[i, :k], new_mask[i, :k] = want, 1
+        new_ids[i, k : pad + k] = ids[i, :pad]
+        new_mask[i, k : pad + k] = 0
+    return new_ids, new_mask, others
+
+
+def _forward_shared(original, cache_name: str, k: int, ids, mask, others: dict):
+    import torch
+
+    others = {**others, "use_cache": True}
+    head = original(input_ids=ids[:1, :k], attention_mask=mask[:1, :k], **others)
+    cache = getattr(head, "cache", None)
+    cache = head.past_key_values if cache is None else cache
+    cache.batch_repeat_interleave(ids.shape[0])
+    positions = (mask.long().cumsum(-1) - 1).clamp(min=0)[:, k:]
+    tail = original(input_ids=ids[:, k:], attention_mask=mask, position_ids=positions, **{cache_name: cache}, **others)
+    states = torch.cat([head.last_hidden_state.expand(ids.shape[0], -1, -1), tail.last_hidden_state], dim=1)
+    return type(tail)(last_hidden_state=states)

@@ -17,7 +17,7 @@ used here. A TRL release that moves one of them changes this module only (CONTRI
 | `_entropy_bonus_enabled` | ``entropy_bonus``: row skipping keeps every row when there is one | 1.8.0 to 1.16.0 (4) |
 | `_generate_single_turn` | overridden: ``prefix_shared``; ``scripted_replies``: tests script the replies | 1.0.0 to 1.16.0 (5) |
 | `_tool_call_loop` | not called: ``rewards.tool_use.unanswered`` counts what it dropped | 0.26.2 to 1.16.0 (6) |
-| `_get_per_token_logps_and_entropies` | ``token_logps``: TIC-GRPO's loss; ``STEP_PHASES`` | 0.20.0 to 1.16.0 (7) |
+| `_get_per_token_logps_and_entropies` | overridden: ``prompt_shared``; ``token_logps``; ``STEP_PHASES`` | 0.20.0 to 1.16.0 (7) |
 | `_compute_loss` | ``STEP_PHASES``, as above | 0.19.1 to 1.16.0 |
 
 "Read on" a range: the source of each release in it that was read, which is every ``MATRIX`` row of
@@ -46,7 +46,10 @@ used here. A TRL release that moves one of them changes this module only (CONTRI
    aux_loss)`` (read on 0.20.0, 0.21.0, 0.22.2, 0.24.0, 0.26.2, 0.28.0, 0.29.1, 1.0.0, 1.8.0 and 1.16.0). 0.19.1 has
    ``_get_per_token_logps`` in its place, and ``algorithm: tic_grpo`` is refused there. TRL's own sequence-mean loss
    (``grpo``) divides a training micro-batch's loss by ``current_gradient_accumulation_steps`` from 0.22.2 (0.20.0
-   and 0.21.0 leave it to the Trainer's loop): ``accumulation_divisor``.
+   and 0.21.0 leave it to the Trainer's loop): ``accumulation_divisor``. Each runs the model on the rows (left-padded
+   prompt, then completion) in chunks of ``batch_size``, and the model's body (``base_model``) computes the hidden
+   states its head scores, through the model's own forward with ``logits_to_keep`` (read on 0.20.0, 1.0.0 and
+   1.8.0) or, on 1.16.0, the fused head TRL adds (``add_fused_lm_head``): the call ``prompt_shared`` reshapes.
 
 TRL is imported inside the functions that need it, so that this module loads without torch.
 """
@@ -156,6 +159,14 @@ def trainer_class():
             with prefix_cache.sharing(model):
                 return super()._generate_single_turn(*args, **kwargs)
 
+        def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
+            trl = super()._get_per_token_logps_and_entropies
+            found = prompt_shared(self, model, input_ids, attention_mask, logits_to_keep, args, kwargs)
+            if found is None:
+                return trl(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+            with prefix_cache.sharing_prompt(*found):
+                return trl(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+
         def _generate_and_score_completions(self, inputs):
             batch = super()._generate_and_score_completions(inputs)
             step = _step(self)
@@ -181,6 +192,26 @@ def prefix_shared(trainer):
     if plugin is not None and plugin.zero_stage == 3:
         return None
     return trainer.accelerator.unwrap_model(trainer.model_wrapped)
+
+
+def prompt_shared(trainer, model, input_ids, attention_mask, logits_to_keep, args: tuple, kwargs: dict):
+    """(the transformer body, the prompt prefix every row shares) where the loss pass can encode that prefix once
+    (``run/prefix_cache.sharing_prompt``); None where it runs as TRL wrote it: ``share_prefix`` off, several
+    processes or sharded weights, gradient checkpointing (which keeps no cache), images or a MoE's auxiliary loss,
+    or fewer than ``prefix_cache.MIN_SHARED`` shared prompt tokens. The prompt is what precedes the last
+    ``logits_to_keep`` columns (TRL's completions), left-padded."""
+    if not trainer.share_prefix or trainer.accelerator.num_processes != 1 or args:
+        return None
+    extra = {k: v for k, v in kwargs.items() if k not in ("batch_size", "compute_entropy")}
+    if any(v not in (None, False) for v in extra.values()):  # images, token types, compute_aux_loss
+        return None
+    backbone = prefix_cache.backbone_of(trainer.accelerator.unwrap_model(model))
+    if backbone is None or getattr(backbone, "gradient_checkpointing", False):
+        return None
+    width = input_ids.shape[1] - int(logits_to_keep)
+    rows = [ids[m.bool()].tolist() for ids, m in zip(input_ids[:, :width], attention_mask[:, :width], strict=True)]
+    shared = prefix_cache.shared_length(rows)
+    return (backbone, rows[0][:shared]) if shared >= prefix_cache.MIN_SHARED else None
 
 
 def _step(trainer) -> Step:

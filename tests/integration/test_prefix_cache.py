@@ -87,3 +87,66 @@ def test_trl_generation_of_a_group_batch_is_unchanged(tiny_model, tmp_path):
     assert found[False][1][0] == (8, width)
     rows_, shared = found[True][1][0]
     assert rows_ == 1 and prefix_cache.MIN_SHARED <= shared < width
+
+
+def _lora(model):
+    from peft import LoraConfig, get_peft_model
+
+    return get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0))
+
+
+@pytest.mark.skipif(not compat.trl_at_least("1.0"), reason="TRL before 1.0 generates from text (run/trl_internals.py)")
+@pytest.mark.parametrize("adapters", [False, True], ids=["full", "lora"])
+def test_the_loss_pass_with_the_prompt_encoded_once_has_the_same_gradient(tiny_model, tmp_path, adapters):
+    """A training micro-batch whose prompts share a long system message: TRL's loss and every gradient are the same
+    with the shared prompt run once as with every row's prompt run whole, and the body's first call is the prefix."""
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    system = " ".join(["Reply with only one digit from 0 to 9."] * 12)
+    prompts = [[{"role": "system", "content": system}, {"role": "user", "content": q}] for q in ("3 + 4?", "abcd efg")]
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, **compat.dtype_kwargs(torch.float32))
+    if adapters:
+        model = _lora(model)
+    args = dict(
+        output_dir=str(tmp_path),
+        per_device_train_batch_size=8,
+        num_generations=4,
+        max_completion_length=8,
+        beta=0.0,
+        use_cpu=True,
+        report_to="none",
+        seed=1,
+        bf16=False,
+    )  # float32: the sums' order shows at 1e-7
+    grpo = trainer.make_trainer(
+        model=model,
+        reward_funcs=[lambda completions, **_: [float(len(str(c)) % 3) for c in completions]],
+        args=trainer.make_config(args),
+        train_dataset=Dataset.from_dict({"prompt": prompts}),
+        tokenizer=tokenizer,
+    )
+    grpo.current_gradient_accumulation_steps = 1  # what Trainer's loop sets before a step
+    grpo.model.train()
+    batch = trl_internals.sample_batch(grpo, [{"prompt": p} for p in prompts for _ in range(4)])
+    assert batch["advantages"].abs().sum() > 0  # rewards with spread: a gradient that can differ
+    found = {}
+    for share in (True, False):
+        grpo.share_prefix = share
+        grpo.model.zero_grad(set_to_none=True)
+        seen: list = []  # the (rows, tokens) the body embeds, call by call
+        embed = prefix_cache.backbone_of(grpo.model).get_input_embeddings()
+        handle = embed.register_forward_pre_hook(lambda _m, a, seen=seen: seen.append(tuple(a[0].shape)))
+        loss = grpo.compute_loss(grpo.model, dict(batch))
+        loss.backward()
+        handle.remove()
+        grads = {n: p.grad.clone() for n, p in grpo.model.named_parameters() if p.grad is not None}
+        found[share] = float(loss), grads, seen
+    assert found[True][0] == pytest.approx(found[False][0], abs=1e-6)
+    assert sorted(found[True][1]) == sorted(found[False][1]) and found[True][1]
+    worst = max(float((found[True][1][n] - found[False][1][n]).abs().max()) for n in found[False][1])
+    largest = max(float(g.abs().max()) for g in found[False][1].values())
+    assert largest > 1e-4 and worst <= 1e-5 * max(1.0, largest), (worst, largest)
+    (rows, shared), (rows_after, rest) = found[True][2][:2]
+    width = found[False][2][0][1]  # without it, every row whole from the first call
+    assert found[False][2][0][0] == 8
+    assert rows == 1 and shared >= prefix_cache.MIN_SHARED and (rows_after, rest) == (8, width - shared)

@@ -19,6 +19,7 @@ used here. A TRL release that moves one of them changes this module only (CONTRI
 | `_tool_call_loop` | not called: ``rewards.tool_use.unanswered`` counts what it dropped | 0.26.2 to 1.16.0 (6) |
 | `_get_per_token_logps_and_entropies` | overridden: ``prompt_shared``; ``token_logps``; ``STEP_PHASES`` | 0.20.0 to 1.16.0 (7) |
 | `_compute_loss` | ``STEP_PHASES``, as above | 0.19.1 to 1.16.0 |
+| `trl.trainer.utils._use_triton` | swapped while the loss pass runs: ``_scored_positions_only`` | 1.16.0 (8) |
 
 "Read on" a range: the source of each release in it that was read, which is every ``MATRIX`` row of
 ``scripts/compat_matrix.py`` (0.19.1, 0.20.0, 0.22.2, 0.24.0, 0.26.2, 0.28.0, 0.29.1, 1.0.0, 1.8.0, 1.16.0) and
@@ -51,11 +52,17 @@ used here. A TRL release that moves one of them changes this module only (CONTRI
    states its head scores, through the model's own forward with ``logits_to_keep`` (read on 0.20.0, 1.0.0 and
    1.8.0) or, on 1.16.0, the fused head TRL adds (``add_fused_lm_head``): the call ``prompt_shared`` reshapes.
 
+8. ``trl.trainer.utils`` imports it from ``trl.kernels.chunked_logprob`` and calls it once per call of the fused
+   head, to choose between projecting the scored positions only and every position; the kernels call their own
+   module's binding, which stays as it is. 0.20.0, 1.0.0 and 1.8.0 have no fused head and no such name (read):
+   where the name is absent nothing is swapped.
+
 TRL is imported inside the functions that need it, so that this module loads without torch.
 """
 
 import contextlib
 import functools
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -162,9 +169,11 @@ def trainer_class():
         def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
             trl = super()._get_per_token_logps_and_entropies
             found = prompt_shared(self, model, input_ids, attention_mask, logits_to_keep, args, kwargs)
-            if found is None:
-                return trl(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
-            with prefix_cache.sharing_prompt(*found):
+            with contextlib.ExitStack() as stack:
+                if self.share_prefix:
+                    stack.enter_context(_scored_positions_only())
+                if found is not None:
+                    stack.enter_context(prefix_cache.sharing_prompt(*found))
                 return trl(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
 
         def _generate_and_score_completions(self, inputs):
@@ -212,6 +221,29 @@ def prompt_shared(trainer, model, input_ids, attention_mask, logits_to_keep, arg
     rows = [ids[m.bool()].tolist() for ids, m in zip(input_ids[:, :width], attention_mask[:, :width], strict=True)]
     shared = prefix_cache.shared_length(rows)
     return (backbone, rows[0][:shared]) if shared >= prefix_cache.MIN_SHARED else None
+
+
+@contextlib.contextmanager
+def _scored_positions_only() -> Iterator[None]:
+    """For the length of the block, TRL's fused LM head (1.16.0, ``trl.trainer.utils``) projects only the positions
+    it scores (the completions) on a CPU too. It does so on CUDA and XPU (``_use_triton``) and scores every position
+    elsewhere, to keep an accelerator's compiled tile shapes fixed; a CPU runs eagerly, so scoring the prompt's
+    positions as well (zeros after its mask) only costs: on a tool recipe, whose prompt is about 8 times its
+    completion, most of the loss pass. The scored values are the same either way."""
+    utils = sys.modules.get("trl.trainer.utils")
+    real = getattr(utils, "_use_triton", None)
+    if real is None:
+        yield
+        return
+
+    def compact(device) -> bool:
+        return real(device) or device.type == "cpu"
+
+    utils._use_triton = compact
+    try:
+        yield
+    finally:
+        utils._use_triton = real
 
 
 def _step(trainer) -> Step:

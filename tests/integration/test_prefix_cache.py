@@ -95,23 +95,16 @@ def _lora(model):
     return get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0))
 
 
-@pytest.mark.skipif(not compat.trl_at_least("1.0"), reason="TRL before 1.0 generates from text (run/trl_internals.py)")
-@pytest.mark.parametrize("adapters", [False, True], ids=["full", "lora"])
-def test_the_loss_pass_with_the_prompt_encoded_once_has_the_same_gradient(tiny_model, tmp_path, adapters):
-    """A training micro-batch whose prompts share a long system message: TRL's loss and every gradient are the same
-    with the shared prompt run once as with every row's prompt run whole, and the body's first call is the prefix."""
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
-    system = " ".join(["Reply with only one digit from 0 to 9."] * 12)
+def loss_pass_both_ways(model, tokenizer, tmp_path, system: str, completion_tokens: int = 8) -> dict:
+    """TRL's loss of one sampled micro-batch (two prompts under ``system``, 4 completions each) and its gradients,
+    with the shared prompt encoded once (True) and without (False), each with the (rows, tokens) the body embedded,
+    call by call."""
     prompts = [[{"role": "system", "content": system}, {"role": "user", "content": q}] for q in ("3 + 4?", "abcd efg")]
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_pretrained(tiny_model, **compat.dtype_kwargs(torch.float32))
-    if adapters:
-        model = _lora(model)
     args = dict(
         output_dir=str(tmp_path),
         per_device_train_batch_size=8,
         num_generations=4,
-        max_completion_length=8,
+        max_completion_length=completion_tokens,
         beta=0.0,
         use_cpu=True,
         report_to="none",
@@ -133,7 +126,7 @@ def test_the_loss_pass_with_the_prompt_encoded_once_has_the_same_gradient(tiny_m
     for share in (True, False):
         grpo.share_prefix = share
         grpo.model.zero_grad(set_to_none=True)
-        seen: list = []  # the (rows, tokens) the body embeds, call by call
+        seen: list = []
         embed = prefix_cache.backbone_of(grpo.model).get_input_embeddings()
         handle = embed.register_forward_pre_hook(lambda _m, a, seen=seen: seen.append(tuple(a[0].shape)))
         loss = grpo.compute_loss(grpo.model, dict(batch))
@@ -141,12 +134,31 @@ def test_the_loss_pass_with_the_prompt_encoded_once_has_the_same_gradient(tiny_m
         handle.remove()
         grads = {n: p.grad.clone() for n, p in grpo.model.named_parameters() if p.grad is not None}
         found[share] = float(loss), grads, seen
+    return found
+
+
+def assert_the_same_gradient(found: dict, tolerance: float = 1e-5) -> None:
+    """The loss and every gradient alike both ways (``tolerance`` relative to the largest gradient), and the shared
+    prefix embedded once, then every row's own tokens."""
     assert found[True][0] == pytest.approx(found[False][0], abs=1e-6)
     assert sorted(found[True][1]) == sorted(found[False][1]) and found[True][1]
     worst = max(float((found[True][1][n] - found[False][1][n]).abs().max()) for n in found[False][1])
     largest = max(float(g.abs().max()) for g in found[False][1].values())
-    assert largest > 1e-4 and worst <= 1e-5 * max(1.0, largest), (worst, largest)
+    assert largest > 1e-4 and worst <= tolerance * max(1.0, largest), (worst, largest)
     (rows, shared), (rows_after, rest) = found[True][2][:2]
     width = found[False][2][0][1]  # without it, every row whole from the first call
     assert found[False][2][0][0] == 8
     assert rows == 1 and shared >= prefix_cache.MIN_SHARED and (rows_after, rest) == (8, width - shared)
+
+
+@pytest.mark.skipif(not compat.trl_at_least("1.0"), reason="TRL before 1.0 generates from text (run/trl_internals.py)")
+@pytest.mark.parametrize("adapters", [False, True], ids=["full", "lora"])
+def test_the_loss_pass_with_the_prompt_encoded_once_has_the_same_gradient(tiny_model, tmp_path, adapters):
+    """A training micro-batch whose prompts share a long system message: TRL's loss and every gradient are the same
+    with the shared prompt run once as with every row's prompt run whole, and the body's first call is the prefix."""
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, **compat.dtype_kwargs(torch.float32))
+    if adapters:
+        model = _lora(model)
+    system = " ".join(["Reply with only one digit from 0 to 9."] * 12)
+    assert_the_same_gradient(loss_pass_both_ways(model, AutoTokenizer.from_pretrained(tiny_model), tmp_path, system))

@@ -230,7 +230,7 @@ def _scored_positions_only() -> Iterator[None]:
     elsewhere, to keep an accelerator's compiled tile shapes fixed; a CPU runs eagerly, so scoring the prompt's
     positions as well (zeros after its mask) only costs: on a tool recipe, whose prompt is about 8 times its
     completion, most of the loss pass. The scored values are the same either way."""
-    utils = sys.modules.get("trl.trainer.utils")
+    utils: Any = sys.modules.get("trl.trainer.utils")
     real = getattr(utils, "_use_triton", None)
     if real is None:
         yield

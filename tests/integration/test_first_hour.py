@@ -7,6 +7,7 @@ the run directory (summary.json, metrics.jsonl, report.md, recipe.yaml).
 
 import json
 import re
+import signal
 import textwrap
 from pathlib import Path
 
@@ -16,6 +17,16 @@ from grpo_ext import cli
 from tests.helpers import ROOT, run_cli, tiny_doc, write
 
 # --- helpers ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def default_ctrl_c():
+    """Ctrl-C as a fresh ``python -m grpo_ext.train`` has it: Python's own SIGINT handler, installed again at the
+    operating system. The tests below send SIGINT to the test process itself, a worker that has run other tests
+    first; once, every interrupt in one worker went unnoticed (its SIGINT found ignored after other tests' code ran
+    in it), and the runs went on to the end."""
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
 
 
 def metrics(run_dir: Path) -> list[dict]:

@@ -1,9 +1,10 @@
-"""Generation of a batch whose prompts share their first tokens, with those tokens encoded once.
+"""A batch whose prompts share their first tokens, with those tokens encoded once: in generation and in the loss pass.
 
 A recipe with tools puts the same system prompt (the tool schema, the worked exchanges) at the head of every prompt,
 hundreds of tokens, and ``generate()`` encodes it again for each row of the batch, and again after each tool result,
-when TRL's tool loop generates from the whole conversation. Here the longest prefix that every row of a batch
-shares is run through the model once; its keys and values are copied to each row, and ``generate()`` goes on from
+when TRL's tool loop generates from the whole conversation; the loss pass encodes it again for each row. Here the
+longest prefix that every row of a batch shares is run through the model once; its keys and values are copied to
+each row, and ``generate()`` (``sharing``), or the model's body in the loss pass (``sharing_prompt``), goes on from
 them with only each row's own tokens left to encode.
 
 A batch is left-padded, so the shared prefix would sit at a different position in each row. Here the padding goes
@@ -151,8 +152,8 @@ def _reshape(prefix: list[int], args: tuple, kwargs: dict):
         return None
     if {"cache", "past_key_values", "position_ids", "inputs_embeds"} & {k for k, v in others.items() if v is not None}:
         return None
-    if any(isinstance(v, torch.Tensor) for v in others.values()):
-        return None
+    if any(isinstance(v, torch.Tensor) for v in others.values()) or others.get("output_router_logits"):
+        return None  # images, token types; a MoE's router logits, which the states returned below do not carry
     k = len(prefix)
     lead = (mask.cumsum(-1) == 0).sum(-1)  # each row's left padding
     want = torch.tensor(prefix, device=ids.device)

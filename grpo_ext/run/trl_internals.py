@@ -139,7 +139,7 @@ def trainer_class():
 
     class Trainer(GRPOTrainer):
         behaviours: list | tuple = ()  # each instance's own list, set by ``make``; none while TRL's __init__ runs
-        share_prefix = True  # set by ``make``: see prefix_shared
+        share_prefix = True  # set by ``make``: see prefix_shared and prompt_shared
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             def trl(batch):
@@ -262,7 +262,8 @@ def _hooked_loss(behaviour: Behaviour, step: Step, model, inner: Callable[[dict]
 def make(kwargs: dict, behaviours: list[Behaviour], share_prefix: bool = True):
     """The trainer of ``trainer_class`` built from GRPOTrainer's keyword arguments, calling ``behaviours``; on a TRL
     that lacks a method the hooks are called from, a behaviour is refused in one line, never left uncalled.
-    ``share_prefix``: its generation encodes a batch's shared prompt prefix once (``prefix_shared``)."""
+    ``share_prefix``: its generation and its loss pass encode a batch's shared prompt prefix once (``prefix_shared``,
+    ``prompt_shared``), and on a CPU TRL's fused head projects the scored positions only."""
     missing = [name for name in HOOKED if not hasattr(trainer_class().__base__, name)]
     if behaviours and missing:
         newest = max(compat.tables())

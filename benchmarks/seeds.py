@@ -102,7 +102,10 @@ def run_once(recipe: str, seed: int, overrides: list[str], metric: str, out: Pat
         sys.exit(f"error: {' '.join(cmd)} exited {proc.returncode} (its output: {log}):\n{tail}")
     shutil.rmtree(out / "final", ignore_errors=True)  # the trained model is not needed to judge the run: 0.5 GB each
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    after = summary["eval_after"]["rewards"][metric]
+    scored = summary["eval_after"]["rewards"]
+    if metric not in scored:  # the eval's names: a taskset's rewards are added by validation, so known only here
+        raise SystemExit(f"error: --metric {metric}: the eval scored {', '.join(scored)}; pass one of them as --metric")
+    after = scored[metric]
     before = ((summary.get("eval_before") or {}).get("rewards") or {}).get(metric) or {}
     ci = after.get("pass_rate_ci") or {}
     shown = f"{after['pass_rate']} [{ci['low']:.2f}, {ci['high']:.2f}]" if ci.get("low") is not None else str(after["pass_rate"])

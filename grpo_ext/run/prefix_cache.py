@@ -62,29 +62,21 @@ def generate(model, original, input_ids, attention_mask, **kwargs):
     config = kwargs.get("generation_config")
     if config is not None and getattr(config, "cache_implementation", None):  # a static or offloaded cache of its own
         return original(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
-    width, pad = input_ids.shape[1], _pad_id(input_ids, attention_mask, config)
-    ids = torch.full_like(input_ids, pad)
-    mask = torch.zeros_like(attention_mask)
-    for i, row in enumerate(rows):
-        own = row[shared:]
-        ids[i, :shared], mask[i, :shared] = torch.tensor(row[:shared]), 1
-        ids[i, width - len(own) :], mask[i, width - len(own) :] = torch.tensor(own), 1
-    name = _cache_name(model)
+    reshaped = _reshape(rows[0][:shared], (), {"input_ids": input_ids, "attention_mask": attention_mask})
+    if reshaped is None:  # a batch not left-padded: its rows do not start where the padding ends
+        return original(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+    ids, mask, _ = reshaped
     with torch.no_grad():
-        out = model(input_ids=ids[:1, :shared], use_cache=True)
-    cache = getattr(out, "cache", None)
-    cache = out.past_key_values if cache is None else cache
-    cache.batch_repeat_interleave(len(rows))
-    return original(input_ids=ids, attention_mask=mask, **{name: cache}, **kwargs)
+        cache = _expanded_cache(model(input_ids=ids[:1, :shared], use_cache=True), len(rows))
+    return original(input_ids=ids, attention_mask=mask, **{_cache_name(model): cache}, **kwargs)
 
 
-def _pad_id(input_ids, attention_mask, config) -> int:
-    """The batch's own padding token (any token under a 0 of the mask), else the generation config's."""
-    padded = input_ids[attention_mask == 0]
-    if padded.numel():
-        return int(padded[0])
-    pad = getattr(config, "pad_token_id", None)
-    return int(pad if pad is not None else 0)
+def _expanded_cache(output, rows: int):
+    """The keys and values of a forward over the prefix alone (one row), repeated for ``rows`` rows."""
+    cache = getattr(output, "cache", None)
+    cache = output.past_key_values if cache is None else cache
+    cache.batch_repeat_interleave(rows)
+    return cache
 
 
 @contextlib.contextmanager
@@ -142,8 +134,8 @@ def sharing_prompt(backbone, prefix: list[int]) -> Iterator[None]:
 
 
 def _reshape(prefix: list[int], args: tuple, kwargs: dict):
-    """(input_ids, attention_mask, other kwargs) with each row's padding moved after ``prefix``; None where the call
-    is not a batch of rows that all start with it."""
+    """(input_ids, attention_mask, other kwargs) with each row's left padding moved after ``prefix``, every other
+    token in its column; None where the call is not a batch of left-padded rows that all start with it."""
     import torch
 
     ids, mask = kwargs.get("input_ids"), kwargs.get("attention_mask")
@@ -172,9 +164,7 @@ def _forward_shared(original, cache_name: str, k: int, ids, mask, others: dict):
 
     others = {**others, "use_cache": True}
     head = original(input_ids=ids[:1, :k], attention_mask=mask[:1, :k], **others)
-    cache = getattr(head, "cache", None)
-    cache = head.past_key_values if cache is None else cache
-    cache.batch_repeat_interleave(ids.shape[0])
+    cache = _expanded_cache(head, ids.shape[0])
     positions = (mask.long().cumsum(-1) - 1).clamp(min=0)[:, k:]
     tail = original(input_ids=ids[:, k:], attention_mask=mask, position_ids=positions, **{cache_name: cache}, **others)
     states = torch.cat([head.last_hidden_state.expand(ids.shape[0], -1, -1), tail.last_hidden_state], dim=1)

@@ -29,6 +29,7 @@ from grpo_ext.data import datafiles, examples, mixture
 from grpo_ext.recipe import Data, held_out_size
 from grpo_ext.recipe.agents import ROUTE
 from grpo_ext.rewards.guard import missing_columns
+from grpo_ext.run import prefix_cache
 
 DATA: Loc = ("data",)
 
@@ -406,8 +407,8 @@ def formatted_set(train, d: Data, chat: bool):
     return train.map(lambda row: {"prompt": format_prompt(row["prompt"], system, chat, turns)}, desc="format")
 
 
-def prompt_tokens(prompts, tokenizer, tools: list | None = None) -> list[int]:
-    """Token counts of formatted prompts as TRL tokenizes them: chat messages through the chat template with the
+def prompt_ids(prompts, tokenizer, tools: list | None = None) -> list[list[int]]:
+    """Token ids of formatted prompts as TRL tokenizes them: chat messages through the chat template with the
     generation prompt (and the ``tools`` it shows the model, whose schemas can be longer than the prompt), text as it
     is, without special tokens added."""
     shown = {"tools": tools} if tools else {}
@@ -415,20 +416,32 @@ def prompt_tokens(prompts, tokenizer, tools: list | None = None) -> list[int]:
         tokenizer.apply_chat_template(p, tokenize=False, add_generation_prompt=True, **shown) if isinstance(p, list) else p
         for p in prompts
     ]
-    return [len(ids) for ids in tokenizer(texts, add_special_tokens=False)["input_ids"]] if texts else []
+    return list(tokenizer(texts, add_special_tokens=False)["input_ids"]) if texts else []
 
 
-def _lengths(train, tokenizer, tools: list | None) -> list[int]:
-    """Token counts of the training prompts; a prompt past MAX_PROMPT_CHARS (a hub row: a file's rows were checked
+def prompt_tokens(prompts, tokenizer, tools: list | None = None) -> list[int]:
+    """Token counts of formatted prompts (``prompt_ids``)."""
+    return [len(ids) for ids in prompt_ids(prompts, tokenizer, tools)]
+
+
+def _lengths(train, tokenizer, tools: list | None) -> tuple[list[int], int]:
+    """Token counts of the training prompts, and how many tokens every one of them begins with alike (what a batch
+    shares at least: ``groups.share_prompt``); a prompt past MAX_PROMPT_CHARS (a hub row: a file's rows were checked
     when read) is refused before the tokenizer sees it."""
     out: list[int] = []
+    first: list[int] = []  # the first prompt's ids: every batch is compared with it, so the minimum is the whole's
+    shared = None
     for batch in train.iter(batch_size=512):
         for i, prompt in enumerate(batch["prompt"]):
             too_long = datafiles.oversized(prompt)
             if too_long:
                 raise RecipeError(Problem(DATA, f"training prompt {len(out) + i + 1}: {too_long}"))
-        out += prompt_tokens(batch["prompt"], tokenizer, tools)
-    return out
+        ids = prompt_ids(batch["prompt"], tokenizer, tools)
+        out += [len(row) for row in ids]
+        first = first or (ids[0] if ids else [])
+        here = prefix_cache.shared_length([first, *ids])
+        shared = here if shared is None else min(shared, here)
+    return out, shared or 0
 
 
 def context_of(config) -> int | None:
@@ -465,19 +478,21 @@ def fit_prompts(
     context: int | None = None,
     completion: int = 0,
     tools: list | None = None,
-) -> tuple[Any, list[dict], int, list[str]]:
+) -> tuple[Any, list[dict], int, list[str], int]:
     """Apply ``max_prompt_length`` the same way on every TRL: drop the rows whose formatted prompt (with the
     ``tools`` shown) is longer than ``limit`` tokens (a prompt is never cut), then refuse a kept prompt that, with
     ``completion`` tokens, exceeds the model's ``context``. Returns (train, eval rows, the longest kept prompt,
-    notes with the prompt-length statistics and what was dropped)."""
+    notes with the prompt-length statistics and what was dropped, how many tokens every training prompt begins with
+    alike)."""
     import statistics  # here: validate imports this module for check_files, and needs no statistics
 
-    lengths = _lengths(train, tokenizer, tools)
+    lengths, shared = _lengths(train, tokenizer, tools)
     notes = []
     if lengths:
+        alike = f"; the first {shared} alike in every one" if shared >= prefix_cache.MIN_SHARED else ""
         notes.append(
             f"prompt tokens: min {min(lengths)}, median {statistics.median(lengths):g}, max {max(lengths)} "
-            f"over {plural(len(lengths), 'training prompt')}"
+            f"over {plural(len(lengths), 'training prompt')}{alike}"
         )
     if limit is not None:
         keep = [i for i, n in enumerate(lengths) if n <= limit]
@@ -501,7 +516,7 @@ def fit_prompts(
                 raise RecipeError(f"training.max_prompt_length: every eval prompt is longer than {limit} tokens; raise it")
             eval_rows = kept
     _check_context(lengths, context, completion)
-    return train, eval_rows, max(lengths, default=0), notes
+    return train, eval_rows, max(lengths, default=0), notes, shared
 
 
 def train_rows(d: Data, base_dir: Path, limit: int | None = None) -> list[dict]:

@@ -186,36 +186,77 @@ def trainer_class():
     return Trainer
 
 
+def sharing(trainer, shared: int) -> str:
+    """The run's line on ``groups.share_prompt`` for training prompts that all begin with the same ``shared``
+    tokens: where the trainer encodes them once per batch, and why not where it does not."""
+    generation, loss = _generation_blocker(trainer), _loss_blocker(trainer)
+    if generation and loss:
+        why = generation if generation == loss else f"{generation}; in the loss pass: {loss}"
+        return f"groups: each row's prompt is encoded whole ({why})"
+    line = f"groups: the {shared} prompt tokens every training prompt begins with are encoded once per batch"
+    if generation:
+        return f"{line} in the loss pass; generation encodes them for each row ({generation})"
+    if loss:
+        return f"{line} in generation; the loss pass encodes them for each row ({loss})"
+    return f"{line}, in generation and in the loss pass"
+
+
+def _generation_blocker(trainer) -> str | None:
+    """Why TRL's generation of a batch cannot encode the batch's shared prompt prefix once, or None where it can."""
+    if not trainer.share_prefix:
+        return "groups.share_prompt is off"
+    if not compat.trl_at_least("1.0"):
+        return f"trl {compat.trl_version()}; from trl 1.0"
+    if trainer.use_vllm:
+        return "vLLM generates"
+    if getattr(trainer, "use_transformers_continuous_batching", False) or getattr(trainer, "use_transformers_paged", False):
+        return "transformers' continuous batching generates"
+    if _sharded(trainer):
+        return "sharded weights, gathered inside TRL's generation"
+    return None
+
+
+def _loss_blocker(trainer) -> str | None:
+    """Why the loss pass cannot encode a batch's shared prompt prefix once whatever the batch, or None where it can
+    (a batch may still not share enough: ``prompt_shared``)."""
+    if not trainer.share_prefix:
+        return "groups.share_prompt is off"
+    if trainer.accelerator.num_processes != 1:
+        return "several processes"
+    backbone = prefix_cache.backbone_of(trainer.accelerator.unwrap_model(trainer.model))
+    if backbone is None:
+        return f"{type(trainer.model).__name__} has no transformer body apart from its head"
+    if getattr(backbone, "gradient_checkpointing", False) or getattr(trainer.args, "gradient_checkpointing", False):
+        return "gradient checkpointing keeps no keys and values"  # the Trainer turns it on when training starts
+    return None
+
+
+def _sharded(trainer) -> bool:
+    """Whether the weights are split over the processes (ZeRO-3, FSDP)."""
+    plugin = getattr(trainer.accelerator.state, "deepspeed_plugin", None)
+    return getattr(trainer, "is_fsdp_enabled", False) or (plugin is not None and plugin.zero_stage == 3)
+
+
 def prefix_shared(trainer):
     """The model whose ``generate`` TRL's generation of a batch calls, where the batch's shared prompt prefix can be
-    encoded once (``run/prefix_cache.py``); None where TRL generates another way (vLLM, continuous batching), where
-    the weights are sharded (ZeRO-3, FSDP: gathered inside TRL's call), before TRL 1.0, or with
-    ``trainer.share_prefix`` off."""
-    if not trainer.share_prefix or not compat.trl_at_least("1.0"):
-        return None
-    if trainer.use_vllm or getattr(trainer, "use_transformers_continuous_batching", False):
-        return None
-    if getattr(trainer, "use_transformers_paged", False) or getattr(trainer, "is_fsdp_enabled", False):
-        return None
-    plugin = getattr(trainer.accelerator.state, "deepspeed_plugin", None)
-    if plugin is not None and plugin.zero_stage == 3:
+    encoded once (``run/prefix_cache.py``); None where it cannot (``_generation_blocker``)."""
+    if _generation_blocker(trainer):
         return None
     return trainer.accelerator.unwrap_model(trainer.model_wrapped)
 
 
 def prompt_shared(trainer, model, input_ids, attention_mask, logits_to_keep, args: tuple, kwargs: dict):
     """(the transformer body, the prompt prefix every row shares) where the loss pass can encode that prefix once
-    (``run/prefix_cache.sharing_prompt``); None where it runs as TRL wrote it: ``share_prefix`` off, several
-    processes or sharded weights, gradient checkpointing (which keeps no cache), images or a MoE's auxiliary loss,
-    or fewer than ``prefix_cache.MIN_SHARED`` shared prompt tokens. The prompt is what precedes the last
-    ``logits_to_keep`` columns (TRL's completions), left-padded."""
-    if not trainer.share_prefix or trainer.accelerator.num_processes != 1 or args:
+    (``run/prefix_cache.sharing_prompt``); None where it runs as TRL wrote it: where ``_loss_blocker`` says why,
+    with images or a MoE's auxiliary loss, or fewer than ``prefix_cache.MIN_SHARED`` shared prompt tokens. The
+    prompt is what precedes the last ``logits_to_keep`` columns (TRL's completions), left-padded."""
+    if _loss_blocker(trainer) or args:
         return None
     extra = {k: v for k, v in kwargs.items() if k not in ("batch_size", "compute_entropy")}
     if any(v not in (None, False) for v in extra.values()):  # images, token types, compute_aux_loss
         return None
     backbone = prefix_cache.backbone_of(trainer.accelerator.unwrap_model(model))
-    if backbone is None or getattr(backbone, "gradient_checkpointing", False):
+    if backbone is None:
         return None
     width = input_ids.shape[1] - int(logits_to_keep)
     rows = [ids[m.bool()].tolist() for ids, m in zip(input_ids[:, :width], attention_mask[:, :width], strict=True)]

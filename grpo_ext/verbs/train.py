@@ -40,6 +40,7 @@ from grpo_ext.run import (
     hardware,
     launch,
     models,
+    prefix_cache,
     progress,
     rollouts,
     rundir,
@@ -47,6 +48,7 @@ from grpo_ext.run import (
     skipping,
     tic_grpo,
     trainer,
+    trl_internals,
 )
 from grpo_ext.run.trl_internals import Behaviour
 from grpo_ext.settings import adapters, advice, compat, model_names, variants
@@ -410,21 +412,24 @@ def _check_routes(recipe: Recipe, rows: data.Rows) -> None:
         raise RecipeError([p for p in found if p is not None])
 
 
-def _datasets(recipe: Recipe, rows: data.Rows, tokenizer, args, log, context: int | None) -> tuple[bool, object, list[dict]]:
-    """(chat format or not, the training dataset, the formatted eval rows), with max_prompt_length applied and
-    every prompt checked to fit the model's ``context`` with max_completion_length."""
+def _datasets(recipe: Recipe, rows: data.Rows, tokenizer, args, log, context: int | None) -> tuple[bool, object, list[dict], int]:
+    """(chat format or not, the training dataset, the formatted eval rows, how many tokens every training prompt
+    begins with alike), with max_prompt_length applied and every prompt checked to fit the model's ``context`` with
+    max_completion_length."""
     d, limit = recipe.data, recipe.training.settings.get("max_prompt_length")
     chat = data.use_chat(d, tokenizer)
     train_set, eval_rows = data.formatted_set(rows.train, d, chat), data.formatted(rows.eval, d, chat)
     completion = args.max_completion_length
     tools = agents.functions_shown(recipe.tool_functions, recipe.environment_types) or None  # they count in the prompt
-    train_set, eval_rows, longest, notes = data.fit_prompts(train_set, eval_rows, limit, tokenizer, context, completion, tools)
+    train_set, eval_rows, longest, notes, shared = data.fit_prompts(
+        train_set, eval_rows, limit, tokenizer, context, completion, tools
+    )
     trainer.fit_prompt_limit(args, limit or longest)
     shown = "chat messages" if chat else "plain text"
     log(f"data: {plural(len(train_set), 'training prompt')}, {plural(len(eval_rows), 'eval prompt')}, {shown}")
     for note in notes:
         log(note)
-    return chat, train_set, eval_rows
+    return chat, train_set, eval_rows, shared
 
 
 def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> Run:
@@ -440,7 +445,7 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
     model, tokenizer, described = models.load(recipe.model, recipe.base_dir, log)
     chat_tools.apply(tokenizer, recipe, log)
     log(f"training: {adapters.describe(recipe.model.lora, recipe.model.quantization)}")
-    chat, train_set, eval_rows = _datasets(recipe, rows, tokenizer, args, log, data.context_of(model.config))
+    chat, train_set, eval_rows, shared = _datasets(recipe, rows, tokenizer, args, log, data.context_of(model.config))
     cap = quick.eval_prompts(recipe)
     if recipe.eval.enabled and cap is not None and len(eval_rows) > cap:
         source = quick.why("eval.max_prompts", recipe.eval.max_prompts, recipe.training)
@@ -474,6 +479,8 @@ def build(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> 
             if why
             else "groups: rows with zero advantage are left out of the loss's forward and backward (the gradient is the same)"
         )
+    if recipe.groups.share_prompt and shared >= prefix_cache.MIN_SHARED:
+        log(trl_internals.sharing(grpo, shared))
     if recipe.groups.dynamic_sampling:
         why = dynamic.blocker(grpo)
         rounds = recipe.groups.max_extra_rounds

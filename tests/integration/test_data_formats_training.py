@@ -174,11 +174,33 @@ def test_max_prompt_length_drops_long_prompts_and_never_cuts(tiny_model):
     prompts = ["a", "a " * 30, "b b", "c " * 200]
     lengths = data.prompt_tokens(prompts, tok)
     limit = sorted(lengths)[2]  # keeps the two shortest and the third, drops the longest
-    train, evals, longest, notes = data.fit_prompts(Dataset.from_list([{"prompt": p} for p in prompts]), [], limit, tok)
+    train, evals, longest, notes, shared = data.fit_prompts(Dataset.from_list([{"prompt": p} for p in prompts]), [], limit, tok)
     assert sorted(r["prompt"] for r in train) == sorted(p for p, n in zip(prompts, lengths, strict=True) if n <= limit)
     assert longest == limit and "dropped 1 of 4 training prompts" in notes[1] and notes[0].startswith("prompt tokens: min")
+    assert shared == 0 and "alike" not in notes[0]  # "a" and "b b" begin differently
     with pytest.raises(RecipeError, match="every training prompt is longer than 1 tokens"):
         data.fit_prompts(Dataset.from_list([{"prompt": p} for p in prompts[1:]]), [], 1, tok)
+
+
+def test_the_prompt_note_says_how_many_tokens_every_prompt_begins_with(tiny_model):
+    """The shared head of the training prompts (what ``groups.share_prompt`` encodes once per batch, at least) is
+    counted over every prompt, across the tokenizer's batches of 512, and named when it is long enough to share."""
+    from datasets import Dataset
+    from transformers import AutoTokenizer
+
+    from grpo_ext.run import prefix_cache
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    head = "a " * 80  # 160 tokens with the tiny tokenizer
+    prompts = [head + "b " * (i % 7 + 1) + "c" for i in range(600)]
+    rows = Dataset.from_list([{"prompt": p} for p in prompts])
+    *_, notes, shared = data.fit_prompts(rows, [], None, tok)
+    assert shared == prefix_cache.shared_length(data.prompt_ids(prompts, tok))  # as if the 600 were one batch
+    assert len(tok(head, add_special_tokens=False)["input_ids"]) <= shared
+    assert shared >= prefix_cache.MIN_SHARED
+    assert notes[0].endswith(f"over 600 training prompts; the first {shared} alike in every one")
+    odd = Dataset.from_list([{"prompt": p} for p in [*prompts, "z " + head]])  # the 601st, in the second batch, differs at once
+    assert data.fit_prompts(odd, [], None, tok)[4] == 0
 
 
 CONTEXT = [

@@ -162,3 +162,27 @@ def test_the_loss_pass_with_the_prompt_encoded_once_has_the_same_gradient(tiny_m
         model = _lora(model)
     system = " ".join(["Reply with only one digit from 0 to 9."] * 12)
     assert_the_same_gradient(loss_pass_both_ways(model, AutoTokenizer.from_pretrained(tiny_model), tmp_path, system))
+
+
+@pytest.mark.skipif(not compat.trl_at_least("1.0"), reason="TRL before 1.0 generates from text (run/trl_internals.py)")
+def test_the_run_line_says_where_the_shared_prompt_is_encoded_once(tiny_model, tmp_path):
+    """The line a run prints for prompts that share a long head: once in both passes; each pass that cannot, with
+    why (gradient checkpointing keeps no cache for the loss pass); whole with the key off."""
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, **compat.dtype_kwargs(torch.float32))
+    args = dict(output_dir=str(tmp_path), per_device_train_batch_size=4, num_generations=4, use_cpu=True, report_to="none")
+    args["gradient_checkpointing"] = False  # as the recipes set it (TRL turns it on by default)
+    grpo = trainer.make_trainer(
+        model=model,
+        reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
+        args=trainer.make_config(args),
+        train_dataset=Dataset.from_dict({"prompt": ["a b c"]}),
+        tokenizer=AutoTokenizer.from_pretrained(tiny_model),
+    )
+    head = "groups: the 480 prompt tokens every training prompt begins with are encoded once per batch"
+    assert trl_internals.sharing(grpo, 480) == f"{head}, in generation and in the loss pass"
+    grpo.args.gradient_checkpointing = True  # what the recipe says; the Trainer turns it on when training starts
+    assert trl_internals.sharing(grpo, 480) == (
+        f"{head} in generation; the loss pass encodes them for each row (gradient checkpointing keeps no keys and values)"
+    )
+    grpo.share_prefix = False
+    assert trl_internals.sharing(grpo, 480) == "groups: each row's prompt is encoded whole (groups.share_prompt is off)"

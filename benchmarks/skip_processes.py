@@ -3,8 +3,8 @@ side by side.
 
 Each contestant is one ``accelerate launch --config_file configs/cpu-ddp.yaml -m grpo_ext.train`` of the digit
 recipe on the tiny model (built here), with a reward that gives three prompts of four no spread: each step one
-process holds the one group with spread and a flat one, the other two flat groups, so skipping leaves half of each
-process's rows out (the process with no row to learn from computes as many as the other keeps). The rounds
+process holds the one group with spread and a flat one, the other two flat groups, so skipping deals the group
+with spread out over both processes and leaves three quarters of each process's rows out. The rounds
 alternate the order of the two. Prints, per run, the median seconds of the steps after the first (the
 ``train_seconds`` of ``metrics.jsonl``), the seconds each process spent a step in the loss's forward pass (the
 trainer's ``compute_loss``, skipping's count gather included) and in its backward pass (``Accelerator.backward``,

@@ -29,9 +29,8 @@ rounds' seconds: the slowest process's). ``num_items_in_batch`` is counted on ev
 import math
 import time
 
+from grpo_ext.run.batches import gathered, join, rows_of, take
 from grpo_ext.run.trl_internals import Behaviour, Step
-
-PROMPT_SIDE = ("prompt_ids", "prompt_mask")  # left-padded; every other token-aligned tensor is right-padded
 
 
 def flat_groups(rewards_per_func, group: int):
@@ -59,61 +58,6 @@ def blocker(trainer, batch: dict | None = None) -> str | None:
     if batch is not None and any(batch.get(key) is not None for key in IMAGES):
         return "images: their tensors are not joined"
     return None
-
-
-def _rows(batch: dict) -> int:
-    return batch["completion_ids"].size(0)
-
-
-def take(batch: dict, rows) -> dict:
-    """The batch restricted to ``rows`` (indices): every tensor or list with one entry per row is indexed."""
-    import torch
-
-    n = _rows(batch)
-    out = {}
-    for key, value in batch.items():
-        if isinstance(value, torch.Tensor) and value.dim() > 0 and value.size(0) == n:
-            out[key] = value[rows.to(value.device)]
-        elif isinstance(value, list) and len(value) == n:
-            out[key] = [value[i] for i in rows.tolist()]
-        else:
-            out[key] = value
-    return out
-
-
-def _pad(t, width: int, left: bool, value):
-    import torch  # torch at call time: this module is imported before a run loads it
-
-    extra = width - t.size(1)
-    if extra == 0:
-        return t
-    pad = torch.full((t.size(0), extra, *t.shape[2:]), value, dtype=t.dtype, device=t.device)
-    return torch.cat([pad, t] if left else [t, pad], dim=1)
-
-
-def join(parts: list[dict], pad_id: int) -> dict:
-    """One batch of the parts' rows in order: per-row tensors padded to the widest part (prompts on the left,
-    completions on the right) and joined; ``num_items_in_batch`` counted again."""
-    import torch
-
-    out, n = {}, _rows(parts[0])
-    for key, value in parts[0].items():
-        if isinstance(value, torch.Tensor) and value.dim() > 0 and value.size(0) == n:
-            tensors = [p[key] for p in parts]
-            if value.dim() > 1:
-                width = max(t.size(1) for t in tensors)
-                fill = pad_id if key.endswith("_ids") else 0
-                tensors = [_pad(t, width, key in PROMPT_SIDE, fill) for t in tensors]
-            out[key] = torch.cat(tensors, dim=0)
-        elif isinstance(value, list) and len(value) == n:
-            out[key] = [x for p in parts for x in p[key]]
-        else:
-            out[key] = value
-    if "num_items_in_batch" in out:
-        mask = out["completion_mask"] if out.get("tool_mask") is None else out["completion_mask"] * out["tool_mask"]
-        old = out["num_items_in_batch"]
-        out["num_items_in_batch"] = mask.sum().to(old.dtype) if isinstance(old, torch.Tensor) else int(mask.sum())
-    return out
 
 
 def refill(batch: dict, flat, group: int, more, max_rounds: int, pad_id: int) -> tuple[dict, dict]:
@@ -182,18 +126,6 @@ def share(rows: list, process: int, processes: int) -> list:
     return rows[process * each : (process + 1) * each]
 
 
-def gathered(trainer, batch: dict, pad_id: int) -> dict:
-    """Every process's rows of a generation batch, joined in process order (the order of TRL's scores), on this
-    process's device; one gather (through the CPU, so that no process unpickles another's device)."""
-    import torch
-    from accelerate.utils import gather_object
-
-    device = batch["completion_ids"].device
-    mine = {key: value.cpu() if isinstance(value, torch.Tensor) else value for key, value in batch.items()}
-    parts = gather_object([mine])
-    return join([{k: v.to(device) if isinstance(v, torch.Tensor) else v for k, v in p.items()} for p in parts], pad_id)
-
-
 def _group_rows(groups, group: int):
     """The row indices of the given groups, ``group`` completions each."""
     import torch
@@ -238,7 +170,7 @@ class DynamicSampling(Behaviour):
         if processes == 1 or not bool(flat.any()):
             batch, stats = refill(batch, flat, group, more, self.max_rounds, pad)
         else:
-            rows = _rows(batch)
+            rows = rows_of(batch)
             whole, stats = refill(gathered(trainer, batch, pad), flat, group, more, self.max_rounds, pad)
             batch = take(whole, torch.arange(process * rows, (process + 1) * rows))
             seconds = torch.tensor([stats["groups/extra_seconds"]], device=batch["advantages"].device)

@@ -24,12 +24,19 @@ averaged across processes after the backward pass, so each process rescales its 
 need every process in step. TRL's loss gathers per-row metrics (the clip ratios' min and max), which needs the
 same number of rows on each; and every process's loss must run a forward and backward pass through the wrapped
 model, or DDP's gradient all-reduce (a sharded engine's gathers too) waits for it forever. So the processes first
-share how many rows each keeps (one small gather per micro-batch), and each computes as many rows as the process
-that keeps the most, at least one: its kept rows, then its shortest zero-advantage rows, which add nothing to the
-loss. When no process keeps a row, each computes one such row and the metrics TRL logged from it are dropped, as
-one process logs none for a micro-batch it skips whole.
+share how many rows each keeps (one small gather per micro-batch). A step lasts as long as its slowest process,
+so where a row's share of the loss does not depend on the process that computes it (the ``rows`` and ``fixed``
+normalisers: every micro-batch holds as many rows, and ``num_items_in_batch`` is the batch's) the kept rows are
+dealt out evenly (``balanced``): every process's kept rows are gathered (one more gather, of token ids and
+per-token values, ``run/batches.py``), and each computes its even share of them in process order, the last ones
+filled up with rows whose advantage is set to zero, which add nothing. Elsewhere (``bnpo``, whose normaliser is
+its process's own token count; inputs that are not only rows of tokens) each computes as many rows as the process
+that keeps the most, at least one: its kept rows, then its shortest zero-advantage rows. When no process keeps a
+row, each computes one such row and the metrics TRL logged from it are dropped, as one process logs none for a
+micro-batch it skips whole.
 """
 
+from grpo_ext.run import batches
 from grpo_ext.run.trl_internals import Behaviour, Step, entropy_bonus
 from grpo_ext.settings import compat
 
@@ -56,6 +63,9 @@ PER_TOKEN = (
     "advantages",
 )
 IMAGES = ("pixel_values", "image_grid_thw", "pixel_attention_mask", "image_sizes", "num_images", "spatial_shapes")
+# what a micro-batch may hold for its kept rows to be dealt out over the processes: its rows' tokens and per-token
+# values, and the batch's token count
+MOVABLE = (*batches.PROMPT_SIDE, *PER_TOKEN, "num_items_in_batch")
 
 
 def blocker(trainer) -> str | None:
@@ -156,7 +166,8 @@ class SkipZeroAdvantage(Behaviour):
         return loss(subset(inputs, keep)) * factor
 
     def _in_step(self, step: Step, inputs: dict, loss):
-        """Several processes: each computes as many rows as the process that keeps the most, at least one."""
+        """Several processes: each computes an even share of every process's kept rows (``balanced``), else as many
+        rows as the process that keeps the most, at least one."""
         import torch
 
         rows = inputs["advantages"].size(0)
@@ -165,6 +176,12 @@ class SkipZeroAdvantage(Behaviour):
         counts = step.trainer.accelerator.gather(torch.tensor([kept], device=inputs["advantages"].device))
         most = int(counts.max())
         self.learned = bool(self.learned) or most > 0  # the same on every process: the weights moved on all or none
+        even = -(-int(counts.sum()) // counts.numel())
+        if 0 < even < most and movable(step.trainer.loss_type, inputs):
+            step.log("skipped_rows", 1 - even / rows)
+            mine = balanced(step.trainer, inputs, keep, even)
+            factor = 1.0 if NORMALISER[step.trainer.loss_type] == "fixed" else even / rows
+            return loss(mine) * factor
         computed = min(max(most, 1), rows)
         step.log("skipped_rows", 1 - computed / rows)
         if keep is None or computed == rows:
@@ -180,6 +197,37 @@ class SkipZeroAdvantage(Behaviour):
                 else:
                     del metrics[name]
         return result
+
+
+def movable(loss_type: str, inputs: dict) -> bool:
+    """Whether a micro-batch's kept rows may be computed on any process: a normaliser that counts them alike
+    everywhere, and inputs that are rows of tokens only (what ``batches.join`` pads)."""
+    present = {key for key, value in inputs.items() if value is not None}
+    return NORMALISER.get(loss_type) in ("rows", "fixed") and present <= set(MOVABLE)
+
+
+def balanced(trainer, inputs: dict, keep, even: int) -> dict:
+    """This process's even share of every process's kept rows, in process order (``even`` rows, the last process's
+    filled up with rows whose advantage is set to zero); ``num_items_in_batch`` stays the batch's."""
+    import torch
+
+    pad = trainer.processing_class.pad_token_id if hasattr(trainer, "processing_class") else trainer.tokenizer.pad_token_id
+    rows = inputs["advantages"].size(0)
+    keep = torch.ones(rows, dtype=torch.bool, device=inputs["advantages"].device) if keep is None else keep
+    own = {key: value for key, value in inputs.items() if key != "num_items_in_batch"}
+    everyone = batches.gathered(trainer, batches.take(own, keep.nonzero().flatten()), pad)
+    total, start = batches.rows_of(everyone), trainer.accelerator.process_index * even
+    share = batches.take(everyone, torch.arange(min(start, total), min(start + even, total)))
+    missing = start + even - max(start, total)
+    if missing > 0:  # past the last kept row: rows of this process's own that add nothing
+        filler = batches.take(inputs, torch.arange(missing) % rows)
+        filler["advantages"] = torch.zeros_like(filler["advantages"])
+        filler.pop("num_items_in_batch", None)
+        share = batches.join([share, filler], pad) if start < total else filler
+    share = {key: value for key, value in share.items() if key != "num_items_in_batch"}
+    if "num_items_in_batch" in inputs:
+        share["num_items_in_batch"] = inputs["num_items_in_batch"]
+    return share
 
 
 def learned_nothing(trainer) -> bool:

@@ -31,7 +31,7 @@ model_dir, out, cases = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 torch.manual_seed(0)
 model = AutoModelForCausalLM.from_pretrained(model_dir, **compat.dtype_kwargs(torch.float32))
 args = dict(output_dir=out, per_device_train_batch_size=6, num_generations=2, max_completion_length=12, beta=0.0,
-            use_cpu=True, report_to="none", epsilon=0.1)
+            use_cpu=True, report_to="none", epsilon=0.1, bf16=False)  # float32: a row dealt elsewhere sums alike
 grpo = trainer.make_trainer(model=model, reward_funcs=[lambda completions, **_: [0.0] * len(completions)],
                             args=trainer.make_config(args), train_dataset=Dataset.from_dict({"prompt": list("abcdef")}),
                             tokenizer=AutoTokenizer.from_pretrained(model_dir), behaviours=[skipping.SkipZeroAdvantage()])
@@ -47,9 +47,13 @@ def inputs(advantages):
     rows, width = len(advantages), 10
     lengths = [10, 3, 8, 6, 1, 4] if rank == 0 else [2, 9, 5, 10, 7, 3]
     mask = torch.tensor([[1] * n + [0] * (width - n) for n in lengths])
+    # prompts 5 tokens wide on process 0, 7 on process 1 (left-padded): a row dealt to the other process is padded
+    # anew, which moves its positions and changes nothing a rotary model sees
+    prompt = 5 if rank == 0 else 7
+    pads = [0, 2, 0, 1, 2, 0] if rank == 1 else [0] * 6
     return {
-        "prompt_ids": torch.randint(0, vocab, (rows, 5), generator=g),
-        "prompt_mask": torch.ones(rows, 5, dtype=torch.long),
+        "prompt_ids": torch.randint(0, vocab, (rows, prompt), generator=g),
+        "prompt_mask": torch.tensor([[0] * n + [1] * (prompt - n) for n in pads]),
         "completion_ids": torch.randint(0, vocab, (rows, width), generator=g),
         "completion_mask": mask,
         "advantages": torch.tensor(advantages),
@@ -92,12 +96,16 @@ launch.close(True)
 # advantages of process 0's micro-batch, then process 1's (6 rows each)
 CASES = [
     [[0.0, 1.5, 0.0, -0.7, 0.0, -0.8], [0.0, 0.0, 0.5, 0.0, -0.5, 0.0]],  # 3 and 2 rows kept: process 1 pads to 3
-    [[0.0, 1.5, 0.0, -0.7, 0.0, -0.8], [0.0] * 6],  # process 1 has no row to learn from: it computes 3 that add nothing
-    [[1.0, -1.0, 0.5, -0.5, 0.2, -0.2], [0.0] * 6],  # process 0 keeps every row: both compute the whole micro-batch
+    # process 1 has no row to learn from: dealt out, each computes 2 of the 3 (process 1 the third and one that adds
+    # nothing); with bnpo, process 1 computes 3 that add nothing
+    [[0.0, 1.5, 0.0, -0.7, 0.0, -0.8], [0.0] * 6],
+    # process 0 keeps every row: dealt out, 3 each; with bnpo both compute the whole micro-batch
+    [[1.0, -1.0, 0.5, -0.5, 0.2, -0.2], [0.0] * 6],
     [[0.0] * 6, [0.0] * 6],  # no row anywhere: one row each, to stay in step, and no metrics of it
 ]
-# what each case leaves out of the loss's passes, the same share on both processes
-SKIPPED = [0.5, 0.5, 0.0, 5 / 6]
+# what each case leaves out of the loss's passes, the same share on both processes: where the kept rows are dealt
+# out evenly, and with bnpo (whose normaliser is each process's own token count), where they are not
+SKIPPED = {"dealt": [0.5, 1 - 2 / 6, 0.5, 5 / 6], "bnpo": [0.5, 0.5, 0.0, 5 / 6]}
 
 
 def launch(*args: str, timeout: int) -> subprocess.CompletedProcess:
@@ -117,14 +125,15 @@ def test_gradient_on_two_processes_equals_trls(tiny_model, tmp_path):
         str(tmp_path / "worker.py"), str(tiny_model), str(tmp_path), json.dumps(CASES), json.dumps(INSTALLED), timeout=600
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    for rank in (0, 1):
-        seen = json.loads((tmp_path / f"rank{rank}.json").read_text())
+    both = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    for rank, seen in enumerate(both):
         assert len(seen) == len(CASES) * len(INSTALLED)
         for i, found in enumerate(seen):
             what = (rank, found["loss_type"], found["case"])
-            skipped = SKIPPED[i % len(CASES)]
+            skipped = SKIPPED["bnpo" if found["loss_type"] == "bnpo" else "dealt"][i % len(CASES)]
             assert found["skipped_rows"] == skipped, what
-            ours, theirs = found["loss"]
+            # a process's loss is over the rows it computed, which may be the other's: the processes' sum is the same
+            ours, theirs = (sum(seen_by[i]["loss"][k] for seen_by in both) for k in (0, 1))
             assert abs(ours - theirs) <= 1e-6, (what, ours, theirs)
             assert found["names"], what  # every weight has a gradient, as with TRL's loss
             assert found["worst"] <= 1e-6, (what, found["worst"])
@@ -142,9 +151,9 @@ FLAT = ["a flat prompt", "one more flat prompt", "the last flat prompt"]
 @pytest.mark.parametrize(
     "last, skipped, unchanged",
     [
-        # each step one process holds the lively group and a flat one, the other two flat groups: it has no row to
-        # learn from and computes as many of its rows as the first keeps (half)
-        ("a lively prompt", 0.5, False),
+        # each step one process holds the lively group and a flat one, the other two flat groups: the lively group's
+        # 4 rows are dealt out, 2 to each process (a quarter of its 8)
+        ("a lively prompt", 0.75, False),
         # no process has a row to learn from: each computes one of its 8, the weights stay the base model's, and
         # the run says so
         ("a fourth flat prompt", 7 / 8, True),

@@ -121,8 +121,9 @@ def finish(procs: list[subprocess.Popen], timeout: int) -> list[tuple[int, str]]
 
 
 def two_node_recipe(tiny_model: Path, tmp_path: Path, run: Path) -> Path:
-    """2 steps of 4 groups of 4 on each of 2 processes, one group lively and three flat: row skipping leaves out half
-    the rows; the reward pre-flight of the 4 prompts; a greedy eval of 2 prompts before and after."""
+    """2 steps of 4 groups of 4 on 2 processes, one group lively and three flat: row skipping deals the lively group's
+    rows out, 2 to each process, and leaves out three quarters of the rows; the reward pre-flight of the 4 prompts; a
+    greedy eval of 2 prompts before and after."""
     (tmp_path / "quarter.py").write_text(
         "def quarter(completions, prompts, **kwargs):\n"
         "    return [1.0 if 'flat' in str(p) else float(i % 2) for i, p in enumerate(prompts)]\n"
@@ -146,7 +147,7 @@ def check_one_run(run: Path, main_err: str, other_err: str) -> dict:
     assert "pre-flight: 4 prompts sampled by 2 processes, each its share" in main_err
     lines = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
     assert [line["step"] for line in lines] == [1, 2]  # written once, by the main node
-    assert [line["skipped_rows"] for line in lines] == [0.5, 0.5]
+    assert [line["skipped_rows"] for line in lines] == [0.75, 0.75]
     summary = json.loads((run / "summary.json").read_text())
     assert (summary["status"], summary["processes"], summary["steps"]) == ("completed", 2, 2)
     assert summary["eval_after"]["samples"] == 2 and not summary["final"]["unchanged"]

@@ -7,7 +7,7 @@ import doctest
 import pytest
 import torch
 
-from grpo_ext.run import dynamic
+from grpo_ext.run import batches, dynamic
 
 PAD = 9
 
@@ -43,7 +43,7 @@ def test_flat_groups(rewards, group, expected):
 def test_join_pads_each_side_and_recounts_tokens():
     a = scored([[1, 2]], [[5]], [0.5])
     b = scored([[3]], [[6, 7, 8]], [-0.5])
-    joined = dynamic.join([a, b], PAD)
+    joined = batches.join([a, b], PAD)
     assert joined["prompt_ids"].tolist() == [[1, 2], [PAD, 3]]  # prompts end where the completion starts
     assert joined["prompt_mask"].tolist() == [[1, 1], [0, 1]]
     assert joined["completion_ids"].tolist() == [[5, PAD, PAD], [6, 7, 8]]

@@ -221,8 +221,8 @@ def _loss_blocker(trainer) -> str | None:
     (a batch may still not share enough: ``prompt_shared``)."""
     if not trainer.share_prefix:
         return "groups.share_prompt is off"
-    if trainer.accelerator.num_processes != 1:
-        return "several processes"
+    if getattr(trainer.accelerator.state, "deepspeed_plugin", None) is not None or _sharded(trainer):
+        return "DeepSpeed or FSDP runs the model"  # their hooks on the weights are not tested with a body run twice
     backbone = prefix_cache.backbone_of(trainer.accelerator.unwrap_model(trainer.model))
     if backbone is None:
         return f"{type(trainer.model).__name__} has no transformer body apart from its head"

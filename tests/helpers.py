@@ -259,12 +259,13 @@ def copy_tree(src: Path, dst: Path) -> Path:
     return dst
 
 
-def train_shipped(recipe: str, run_dir: Path, reward: str) -> tuple[float, float, dict]:
-    """Train a shipped recipe for real into ``run_dir``: (eval pass rate of ``reward`` before, after, summary)."""
+def train_shipped(recipe: str, run_dir: Path, reward: str, overrides: tuple[str, ...] = ()) -> tuple[float, float, dict]:
+    """Train a shipped recipe for real into ``run_dir``, with ``overrides``: (eval pass rate of ``reward`` before,
+    after, summary)."""
     import grpo_ext
 
     t0 = time.monotonic()
-    summary = grpo_ext.train(ROOT / "recipes" / f"{recipe}.yaml", [f"output_dir={run_dir}"])
+    summary = grpo_ext.train(ROOT / "recipes" / f"{recipe}.yaml", [f"output_dir={run_dir}", *overrides])
     assert summary == json.loads((run_dir / "summary.json").read_text())
     before, after = (summary[key]["rewards"][reward]["pass_rate"] for key in ("eval_before", "eval_after"))
     print(f"{recipe}: pass rate of {reward} {before} -> {after}, {time.monotonic() - t0:.0f} s wall")

@@ -10,6 +10,12 @@ attention sees relative positions only (rotary embeddings: Llama, Qwen, Mistral,
 PROMPT_SIDE = ("prompt_ids", "prompt_mask")  # left-padded; every other token-aligned tensor is right-padded
 
 
+def pad_id(trainer) -> int:
+    """The trainer's padding token: what rows joined to a wider batch are padded with."""
+    tokenizer = trainer.processing_class if hasattr(trainer, "processing_class") else trainer.tokenizer
+    return tokenizer.pad_token_id
+
+
 def rows_of(batch: dict) -> int:
     """How many rows (completions) the batch holds."""
     return batch["completion_ids"].size(0)

@@ -29,7 +29,7 @@ rounds' seconds: the slowest process's). ``num_items_in_batch`` is counted on ev
 import math
 import time
 
-from grpo_ext.run.batches import gathered, join, rows_of, take
+from grpo_ext.run.batches import gathered, join, pad_id, rows_of, take
 from grpo_ext.run.trl_internals import Behaviour, Step
 
 
@@ -156,7 +156,7 @@ class DynamicSampling(Behaviour):
         if self.draws is None:
             self.draws = torch.Generator().manual_seed(trainer.args.seed + 1)
         processes, process = trainer.accelerator.num_processes, trainer.accelerator.process_index
-        pad = trainer.processing_class.pad_token_id if hasattr(trainer, "processing_class") else trainer.tokenizer.pad_token_id
+        pad = pad_id(trainer)
 
         def more(groups: int):
             # the same draws on every process (one generator, the same calls); each generates its own share

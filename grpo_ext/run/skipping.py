@@ -211,7 +211,7 @@ def balanced(trainer, inputs: dict, keep, even: int) -> dict:
     filled up with rows whose advantage is set to zero); ``num_items_in_batch`` stays the batch's."""
     import torch
 
-    pad = trainer.processing_class.pad_token_id if hasattr(trainer, "processing_class") else trainer.tokenizer.pad_token_id
+    pad = batches.pad_id(trainer)
     rows = inputs["advantages"].size(0)
     keep = torch.ones(rows, dtype=torch.bool, device=inputs["advantages"].device) if keep is None else keep
     own = {key: value for key, value in inputs.items() if key != "num_items_in_batch"}
@@ -224,8 +224,7 @@ def balanced(trainer, inputs: dict, keep, even: int) -> dict:
         filler["advantages"] = torch.zeros_like(filler["advantages"])
         filler.pop("num_items_in_batch", None)
         share = batches.join([share, filler], pad) if start < total else filler
-    share = {key: value for key, value in share.items() if key != "num_items_in_batch"}
-    if "num_items_in_batch" in inputs:
+    if "num_items_in_batch" in inputs:  # neither part carries one: join would count the share's tokens
         share["num_items_in_batch"] = inputs["num_items_in_batch"]
     return share
 

@@ -140,8 +140,8 @@ def sample(
     out = Rollouts()
     names = list(trainer.reward_func_names)
     seen = Captured()
-    per_batch = max(1, batch_size // samples)
     index, count = shares.processes() if shared else (0, 1)
+    per_batch = shares.per_batch(len(rows), batch_size, samples, count)
     batches = shares.plan(len(rows), per_batch, index, count, lockstep=True)
     was_training = trainer.model.training
     trainer.model.eval()

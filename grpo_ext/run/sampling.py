@@ -103,8 +103,8 @@ def sample(
 
     samples, temperature = s.samples, s.temperature
     texts = _prompt_texts(tokenizer, prompts)
-    per_batch = max(1, s.batch_size // samples)
     index, count = shares.processes() if shared else (0, 1)
+    per_batch = shares.per_batch(len(texts), s.batch_size, samples, count)
     mine: list[tuple[int, list[list[str]], list[list[list[int]]]]] = []
     eos_id = tokenizer.eos_token_id
     was_training = model.training

@@ -3,12 +3,15 @@ sampled gathered back in prompt order.
 
 The prompts are sampled in batches of ``per_batch``, each seeded by its first prompt's position (``run.sampling``,
 ``run.rollouts``): batch ``k`` goes to process ``k mod count``, so a batch holds the prompts, and draws under the
-seed, that it does on one process. The trainer's tool loop gathers each batch's rewards across every process, so
-there every process plays as many batches as the busiest one, each of ``per_batch`` prompts (``lockstep``): a short
-last batch is filled up with its own prompts again, and a process with a batch fewer plays the first batch once more;
-what the filling sampled is dropped. Under DeepSpeed ZeRO-3 every process's generate() steps with the others', so
-there each process of a single-reply sampling makes as many calls as the busiest one, its batches as on one process
-and then spare ones whose samples are dropped (``in_step``).
+seed, that it does on one process. Where the prompts fill fewer batches than there are processes, the batches are
+made smaller (``per_batch``) so that every process samples a share: those draws then differ from one process's
+(greedy answers do not), and a small eval no longer waits on the main process alone. The trainer's tool loop
+gathers each batch's rewards across every process, so there every process plays as many batches as the busiest one,
+each of ``per_batch`` prompts (``lockstep``): a short last batch is filled up with its own prompts again, and a
+process with a batch fewer plays the first batch once more; what the filling sampled is dropped. Under DeepSpeed
+ZeRO-3 every process's generate() steps with the others', so there each process of a single-reply sampling makes as
+many calls as the busiest one, its batches as on one process and then spare ones whose samples are dropped
+(``in_step``).
 """
 
 from dataclasses import dataclass
@@ -32,6 +35,16 @@ def processes() -> tuple[int, int]:
         return 0, 1
     state = launch.state()
     return state.process_index, state.num_processes
+
+
+def per_batch(total: int, batch_size: int, samples: int, count: int = 1) -> int:
+    """Prompts a batch of ``batch_size`` sequences holds at ``samples`` each, over ``total`` prompts on ``count``
+    processes: at most an even share of the prompts, so that no process is left without a batch.
+
+    >>> per_batch(8, 64, 8), per_batch(8, 64, 8, count=2), per_batch(40, 64, 8, count=2), per_batch(3, 64, 8, count=4)
+    (8, 4, 8, 1)
+    """
+    return max(1, min(batch_size // samples, -(-total // count)))
 
 
 def plan(total: int, per_batch: int, index: int = 0, count: int = 1, lockstep: bool = False) -> list[Batch]:

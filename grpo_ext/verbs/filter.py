@@ -39,7 +39,7 @@ from grpo_ext.core.text import plural, suggest
 from grpo_ext.data import datafiles
 from grpo_ext.recipe import Data, Recipe, absolute_path, add_recipe_arguments, load
 from grpo_ext.results import plots, scoring
-from grpo_ext.run import chat_tools, data, hardware, models, rollouts, sampling
+from grpo_ext.run import chat_tools, data, hardware, models, rollouts, sampling, shares
 from grpo_ext.settings.limits import MAX_BATCH
 from grpo_ext.verbs import evaluate, train
 
@@ -228,7 +228,7 @@ def score_rows(
     reward call; ``fn`` may then be the name of the environment's reward."""
     own = None if isinstance(fn, str) else fn.info.pass_threshold  # a guarded reward's, the recipe's over its own
     threshold = s.pass_threshold if own is None else own
-    per_batch = max(1, s.batch_size // s.samples)
+    per_batch = shares.per_batch(len(todo), s.batch_size, s.samples)
     done = len(rows) - len(todo)
     with sampling.random_state_kept(), sampling.precision(model, s) if sampler is None else contextlib.nullcontext():
         for start in range(0, len(todo), per_batch):

@@ -56,3 +56,19 @@ def test_in_step_adds_spares_and_keeps_each_batch_as_on_one_process(total, per_b
     spares = [b for plan in plans for b in plan if not b.kept]
     assert all(b.rows == tuple(range(min(per_batch, total))) for b in spares)
     assert len(spares) == count * len(plans[0]) - len(range(0, total, per_batch))
+
+
+@pytest.mark.parametrize("total", [1, 2, 3, 7, 8, 9, 40])
+@pytest.mark.parametrize("count", [1, 2, 3, 8])
+@pytest.mark.parametrize("batch_size, samples", [(64, 8), (8, 8), (4, 8), (64, 1)])
+def test_a_batch_holds_at_most_an_even_share_of_the_prompts(total, count, batch_size, samples):
+    cap = max(1, batch_size // samples)  # prompts a batch of the recipe's batch_size holds
+    per_batch = shares.per_batch(total, batch_size, samples, count)
+    even = -(-total // count)
+    kept = [sum(b.kept for b in shares.plan(total, per_batch, index, count)) for index in range(count)]
+    if cap >= even:  # the recipe's batches would leave a process idle while another samples two shares or more
+        assert max(kept) == per_batch == even
+    else:  # every process has a batch of the recipe's size: kept as they are
+        assert per_batch == cap
+    if count == 1:
+        assert per_batch == min(cap, total)

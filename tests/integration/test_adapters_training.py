@@ -92,3 +92,39 @@ def test_merge_reproduces_trained_answers(quantization, tiny64, digit_doc, tmp_p
     base = AutoModelForCausalLM.from_pretrained(tiny64)
     name = "model.layers.0.self_attn.q_proj.weight"
     assert not torch.equal(base.state_dict()[name], merged.state_dict()[name])  # the adapter is folded in
+
+
+def test_a_4bit_base_passes_gradients_after_an_eval(tiny64, digit_doc):
+    """bitsandbytes repacks a 4-bit layer for its CPU inference kernel (on a CPU with AVX512-BF16) the first time it
+    runs in eval mode without gradients, as the eval before training does; that kernel passes no gradient to the
+    layer's input. The loader keeps the trainable layout: the adapters' gradients after an eval equal those before
+    it. (Where bitsandbytes does not repack, both halves of the check agree with or without the loader's setting.)"""
+    import torch
+    from bitsandbytes.functional import has_avx512bf16
+    from peft import get_peft_model
+
+    lora = {"r": 8, "lora_alpha": 16, "target_modules": "all-linear"}
+    section = models.Model(str(tiny64), "auto", False, None, lora, "4bit", None)
+    base, tokenizer, _ = models.load(section, ROOT)
+    model = get_peft_model(base, models.lora_config(section))
+    ids = tokenizer(["Reply with one digit.", "Pick a digit."], return_tensors="pt", padding=True)
+
+    def gradients() -> dict:
+        model.train()
+        model.zero_grad()
+        model(**ids, labels=ids["input_ids"]).loss.backward()
+        return {n: p.grad.clone() for n, p in model.named_parameters() if p.requires_grad}
+
+    before = gradients()
+    model.eval()
+    with torch.no_grad():
+        model(**ids)  # what an eval's generate() runs: eval mode, no gradients
+    after = gradients()
+    assert before.keys() == after.keys() and len(before) > 0
+    lowest = min(n for n in before if ".layers.0." in n and "lora_B" in n)  # lora_A starts with no gradient (B is 0)
+    assert before[lowest].abs().sum() > 0
+    for name in before:
+        assert torch.allclose(before[name], after[name], atol=1e-6), name
+    if has_avx512bf16():  # the setting the loader changed is the one bitsandbytes reads
+        quantized = [m for m in base.modules() if hasattr(m, "support_avx512bf16_for_cpu")]
+        assert quantized and not any(m.support_avx512bf16_for_cpu for m in quantized)

@@ -115,13 +115,14 @@ def sharing_prompt(backbone, prefix: list[int]) -> Iterator[None]:
     columns (prompt tokens, never scored) hold the prefix's states. The gradient through the prefix is the sum over
     the rows, as if each had computed it. A call it cannot reshape (another row, a cache, other inputs) runs as it is."""
     original, own = backbone.forward, "forward" in vars(backbone)
+    cache_name = _cache_name(backbone)  # read from the forward's own signature, before the swap below hides it
 
     def shared_forward(*args, **kwargs):
         reshaped = _reshape(prefix, args, kwargs)
         if reshaped is None:
             return original(*args, **kwargs)
         ids, mask, rest = reshaped
-        return _forward_shared(original, _cache_name(backbone), len(prefix), ids, mask, rest)
+        return _forward_shared(original, cache_name, len(prefix), ids, mask, rest)
 
     backbone.forward = shared_forward
     try:

@@ -598,14 +598,25 @@ def _preflight_verdict(r: Run, found, prompts: int) -> str | None:
     return None
 
 
+def _step_completions(args) -> str:
+    """The completions an optimizer step learns from, over every micro-batch and process, and how they are split."""
+    per_batch, accumulated, processes = args.per_device_train_batch_size, args.gradient_accumulation_steps, args.world_size
+    parts = [f"{args.num_generations} per prompt"]
+    if accumulated > 1:
+        parts.append(f"{accumulated} micro-batches of {per_batch}")
+    if processes > 1:
+        parts.append(f"{per_batch * accumulated} on each of {processes} processes")
+    return f"{per_batch * accumulated * processes} completions ({'; '.join(parts)})"
+
+
 def optimize(r: Run) -> None:
     """Phase 3: TRL's training loop, from the last complete checkpoint when resuming."""
     args, resume_from = r.grpo.args, r.prepared.resume_from
     if resume_from:
         r.log(f"resuming from {resume_from.name}; metrics.jsonl kept up to step {rundir.step_of(resume_from)}")
     r.log(
-        f"training: {args.max_steps if args.max_steps > 0 else 'epochs'} steps of {args.per_device_train_batch_size} "
-        f"completions ({args.num_generations} per prompt); metrics in {r.dir / 'metrics.jsonl'}"
+        f"training: {args.max_steps if args.max_steps > 0 else 'epochs'} steps of {_step_completions(args)}; "
+        f"metrics in {r.dir / 'metrics.jsonl'}"
     )
     if r.is_main and any(type(c).__name__ == "TensorBoardCallback" for c in r.grpo.callback_handler.callbacks):
         rundir.record(r.dir, "runs")  # transformers' logging_dir for TensorBoard's event files: output_dir/runs/

@@ -1,6 +1,6 @@
 """What a process of a multi-process run says when another one failed, ended or hangs (``launch.lost``), and what a
-resume on another process count does (``train._resume_processes``). The launched runs are in
-tests/slow/test_faults_processes.py."""
+resume on another process count does (``train._resume_processes``), and how the training line counts a step's
+completions over the processes. The launched runs are in tests/slow/test_faults_processes.py."""
 
 from pathlib import Path
 
@@ -148,3 +148,20 @@ def test_the_command_line_prints_an_error_once(raised, status, printed, monkeypa
     monkeypatch.setattr(cli, "parse_args", lambda argv: argparse.Namespace(fn=fails))
     assert cli.main(["train", "x.yaml"]) == status
     assert capsys.readouterr().err == printed
+
+
+@pytest.mark.parametrize(
+    "per_device, accumulated, processes, said",
+    [
+        (16, 1, 1, "16 completions (8 per prompt)"),  # one process, as the shipped recipes run
+        (8, 1, 2, "16 completions (8 per prompt; 8 on each of 2 processes)"),
+        (4, 2, 2, "16 completions (8 per prompt; 2 micro-batches of 4; 8 on each of 2 processes)"),
+    ],
+)
+def test_the_training_line_counts_a_steps_completions_over_every_process(per_device, accumulated, processes, said):
+    from types import SimpleNamespace
+
+    args = SimpleNamespace(
+        per_device_train_batch_size=per_device, gradient_accumulation_steps=accumulated, world_size=processes, num_generations=8
+    )
+    assert train._step_completions(args) == said

@@ -72,3 +72,10 @@ def test_a_batch_holds_at_most_an_even_share_of_the_prompts(total, count, batch_
         assert per_batch == cap
     if count == 1:
         assert per_batch == min(cap, total)
+
+
+def test_docstring_examples():
+    import doctest
+
+    result = doctest.testmod(shares)
+    assert result.attempted > 0 and result.failed == 0

@@ -13,6 +13,14 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 
 
+def accelerate(processes: int | None = None) -> list[str]:
+    """The command that starts a script on several CPU processes: ``accelerate launch --config_file
+    configs/cpu-ddp.yaml`` (DDP over gloo), with ``--num_processes`` where given (the config says 2)."""
+    found = shutil.which("accelerate", path=str(Path(sys.executable).parent)) or "accelerate"
+    count = ["--num_processes", str(processes)] if processes is not None else []
+    return [found, "launch", "--config_file", str(HERE.parent / "configs" / "cpu-ddp.yaml"), *count]
+
+
 def launch(name: str, max_steps: int, check_every: int = 0, extra: list[str] | None = None, processes: int = 1) -> dict:
     """One run of a contestant; its result line. With ``processes`` above 1 the run is ``accelerate launch
     --config_file configs/cpu-ddp.yaml --num_processes N`` (DDP over gloo, one thread a process): the record is the
@@ -33,9 +41,7 @@ def launch(name: str, max_steps: int, check_every: int = 0, extra: list[str] | N
     if processes == 1:
         cmd = [sys.executable, *args]
     else:
-        accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent)) or "accelerate"
-        config = HERE.parent / "configs" / "cpu-ddp.yaml"
-        cmd = [accelerate, "launch", "--config_file", str(config), "--num_processes", str(processes), *args]
+        cmd = [*accelerate(processes), *args]
         env = {**os.environ, "OMP_NUM_THREADS": "1", "HF_HUB_OFFLINE": "1"}
     with tempfile.TemporaryDirectory() as results:
         if env is not None:

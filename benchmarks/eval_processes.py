@@ -13,7 +13,6 @@ with the same per-batch seeds, so they should be), and the eval's seconds (two o
 import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -21,6 +20,7 @@ import time
 from pathlib import Path
 
 import yaml
+from _runner import accelerate  # benchmarks/_runner.py: accelerate launch with configs/cpu-ddp.yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -32,11 +32,8 @@ def train(recipe: Path, out: Path, processes: int, steps: int, batch: int) -> di
     if processes == 1:
         cmd = [sys.executable, "-m", "grpo_ext.train", str(recipe), *overrides]
     else:
-        accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent)) or "accelerate"
-        config = ROOT / "configs" / "cpu-ddp.yaml"
-        launcher = [accelerate, "launch", "--config_file", str(config), "--num_processes", str(processes)]
         per_process = f"training.per_device_train_batch_size={batch // processes}"
-        cmd = [*launcher, "-m", "grpo_ext.train", str(recipe), *overrides, per_process]
+        cmd = [*accelerate(processes), "-m", "grpo_ext.train", str(recipe), *overrides, per_process]
         env["OMP_NUM_THREADS"] = "1"
     started = time.time()
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, check=False)

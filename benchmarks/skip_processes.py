@@ -17,12 +17,13 @@ import argparse
 import collections
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from _runner import accelerate  # benchmarks/_runner.py: accelerate launch with configs/cpu-ddp.yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 REWARD = (
@@ -49,8 +50,7 @@ def run(work: Path, model: Path, skip: bool, steps: int, length: int, name: str)
         f"rewards=[{work / 'quarter.py'}:quarter]",
         f"data={json.dumps({'prompts': PROMPTS})}",
     ]
-    accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent)) or "accelerate"
-    cmd = [accelerate, "launch", "--config_file", str(ROOT / "configs" / "cpu-ddp.yaml"), __file__, "--worker", str(work)]
+    cmd = [*accelerate(), __file__, "--worker", str(work)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([*cmd, "recipes/digit.yaml", *overrides], capture_output=True, text=True, cwd=ROOT, env=env)
     if proc.returncode != 0:

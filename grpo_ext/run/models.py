@@ -104,19 +104,17 @@ def _load(where: str, section: Model, source: model_names.Source, cache_only: bo
     return model, tokenizer, source.describe()
 
 
-def keep_trainable_layout(model) -> int:
-    """Keep bitsandbytes from repacking ``model``'s 4-bit layers for its CPU inference kernel; returns how many
-    layers it was told. On a CPU with AVX512-BF16, bitsandbytes (0.50) repacks a 4-bit layer the first time it runs
-    in eval mode without gradients (an eval, the pre-flight) and from then on computes it with a kernel that passes
-    no gradient to the layer's input (torch says so once, in a warning that the quieted third-party output hides):
-    every adapter below that layer then trains on a cut gradient, and QLoRA stops learning after the eval before
-    training. One layout for every verb, so that ``grpo-ext eval`` and ``merge``'s check compute what the run trained with."""
-    told = 0
+def keep_trainable_layout(model) -> None:
+    """Keep bitsandbytes from repacking ``model``'s 4-bit layers for its CPU inference kernel.
+
+    On a CPU with AVX512-BF16, bitsandbytes (0.50) repacks a 4-bit layer the first time it runs in eval mode without
+    gradients (an eval, the pre-flight) and from then on computes it with a kernel that passes no gradient to the
+    layer's input (torch says so once, in a warning that the quieted third-party output hides): every adapter below
+    that layer then trains on a cut gradient, and QLoRA stops learning after the eval before training. One layout for
+    every verb, so that ``grpo-ext eval`` and ``merge``'s check compute what the run trained with."""
     for module in model.modules():
         if getattr(module, "support_avx512bf16_for_cpu", False):
             module.support_avx512bf16_for_cpu = False
-            told += 1
-    return told
 
 
 def parameter_count(section: Model, base_dir: Path) -> int:

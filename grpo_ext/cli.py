@@ -37,7 +37,7 @@ from grpo_ext.core.errors import ElsewhereError, RecipeError, RunError
 # runs. A command's module is imported when that command is parsed, so that ``grpo-ext validate`` loads neither
 # torch nor any other command's module; ``grpo-ext --help`` imports them all. The order is ``--help``'s.
 COMMANDS: dict[str, str] = {
-    "train": "grpo_ext.verbs.train",
+    "train": "grpo_ext.verbs.train_command",
     "validate": "grpo_ext.verbs.validate",
     "ls": "grpo_ext.verbs.catalog",
     "cp": "grpo_ext.verbs.catalog",
@@ -52,6 +52,11 @@ COMMANDS: dict[str, str] = {
     "plan": "grpo_ext.verbs.plan",
     "doctor": "grpo_ext.verbs.doctor",
 }
+
+# A command whose module above only checks its input, and the function that does its work, called with the parsed
+# command line and what the check returned; its module is imported once the check has passed, so that a refused
+# recipe loads none of the layers a run needs (``grpo-ext train`` of a bad recipe costs what ``validate`` costs).
+WORK: dict[str, tuple[str, str]] = {"train": ("grpo_ext.verbs.train", "cmd_train")}
 
 
 def parser(commands=COMMANDS) -> argparse.ArgumentParser:
@@ -84,7 +89,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     console.show()  # the command line writes grpo_ext's records as its lines; the Python API leaves that to its caller
     try:
-        status = args.fn(args) or 0
+        status = args.fn(args)
+        if args.verb in WORK:
+            module, name = WORK[args.verb]
+            status = getattr(importlib.import_module(module), name)(args, status)
+        status = status or 0
         sys.stdout.flush()  # a reader that went away shows here, not as a traceback at exit
         return status
     except RecipeError as exc:

@@ -28,7 +28,7 @@ from grpo_ext.core.files import os_problem, write_atomic
 from grpo_ext.core.text import plural
 from grpo_ext.core.yaml_io import load_yaml
 from grpo_ext.data import examples, mixture
-from grpo_ext.recipe import Data, Recipe, add_recipe_arguments, agents, changed_keys, load, quick
+from grpo_ext.recipe import Data, Recipe, agents, changed_keys, quick
 from grpo_ext.results import preflight, report, scoring, watchdog
 from grpo_ext.rewards import guard
 from grpo_ext.run import (
@@ -52,6 +52,7 @@ from grpo_ext.run import (
 )
 from grpo_ext.run.trl_internals import Behaviour
 from grpo_ext.settings import adapters, advice, compat, model_names, variants
+from grpo_ext.verbs.train_command import recipe_for
 from grpo_ext.verbs.validate import check_data  # the rows validate reads, read before a run
 
 
@@ -104,13 +105,6 @@ def train(
         if prepared is not None and launch.is_main():
             rundir.discard_if_empty(prepared)  # lets go of the lock; a directory that got nothing is removed
         launch.close(completed)
-
-
-def recipe_for(recipe: str | Path | Recipe, overrides: list[str] | tuple = (), quick_run: bool = False) -> Recipe:
-    """The recipe a run (or a dry run) takes: loaded with the ``overrides``, and with --quick's changes under them."""
-    if not quick_run:
-        return recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
-    return quick.again(recipe) if isinstance(recipe, Recipe) else quick.load(str(recipe), list(overrides))
 
 
 def behaviours(recipe: Recipe) -> list:
@@ -779,36 +773,15 @@ def run(recipe: Recipe, prepared: rundir.Prepared, verbose: bool = False, callba
     return r.summary
 
 
-def cmd_train(args) -> None:
+def cmd_train(args, recipe: Recipe) -> None:
+    """``grpo-ext train``'s work, once ``verbs/train_command.py`` has checked the ``recipe`` (with --quick's changes)."""
     if args.dry_run:
-        dry_run(recipe_for(args.recipe, args.overrides, args.quick))
+        dry_run(recipe)
         return
     train(
-        args.recipe,
-        args.overrides,
+        recipe,
         overwrite=args.overwrite,
         resume=args.resume,
         verbose=args.verbose,
         accept_changes=args.accept_changes,
-        quick=args.quick,
     )
-
-
-def add_parser(subparsers) -> None:
-    """``grpo-ext train RECIPE [key=value ...] [--dry-run] [--quick] [--overwrite] [--resume] [--verbose]``."""
-    p = subparsers.add_parser("train", help="train from a recipe", description="Train a model with GRPO from a YAML recipe.")
-    add_recipe_arguments(p)
-    p.add_argument("--dry-run", action="store_true", help="validate, resolve, print the effective GRPOConfig; load no weights")
-    p.add_argument(
-        "--quick",
-        action="store_true",
-        help="a smoke test: 2 steps, an eval of 2 prompts x 2 samples, no final/, into OUTPUT_DIR-quick (its first "
-        "line lists each change; a key=value you give wins)",
-    )
-    p.add_argument("--overwrite", action="store_true", help="replace a previous run in output_dir")
-    p.add_argument(
-        "--resume", action="store_true", help="continue the unfinished run in output_dir from its last complete checkpoint"
-    )
-    p.add_argument("--accept-changes", action="store_true", help="with --resume: continue although the recipe differs (recorded)")
-    p.add_argument("--verbose", action="store_true", help="show third-party warnings and logs")
-    p.set_defaults(fn=cmd_train)

@@ -67,17 +67,20 @@ NOT_OWN = ("grpo_ext.tools.", "grpo_ext.sandbox")
 DIGIT_REWARDS = ["grpo_ext.rewards.api", "grpo_ext.rewards.digit", "grpo_ext.rewards.guard", "grpo_ext.rewards.registry"]
 
 
+@pytest.mark.parametrize("verb", ["validate", "train"])
 @pytest.mark.parametrize("timed", TIMED)
-def test_a_refused_recipe_loads_no_verb_it_does_not_run(timed, digit_doc, write_recipe, tmp_path):
-    """`grpo-ext validate` of a bad recipe, as a command: it imports its own verb, the layers its rules read and the
-    rewards it names, no other command's module, nothing heavy; timed beside a bare `python -c "import yaml"`, both
-    from compiled bytecode, it takes under 3.4 times as long (the best of five each: 3.0 to 3.2 beside other jobs on 2
-    cores, 3.0 as the median of 21 runs in turn; 3.2 to 3.3 when the tools layer loaded for every recipe, 3.5 to 3.7
-    when every built-in reward loaded, 5.1 to 6.0 when every command loaded every layer)."""
+def test_a_refused_recipe_loads_no_verb_it_does_not_run(timed, verb, digit_doc, write_recipe, tmp_path):
+    """`grpo-ext validate` or `grpo-ext train` of a bad recipe, as a command: it imports the module of its own verb
+    that checks the recipe (train's run phases load only once the recipe passed), the layers the recipe's rules read
+    and the rewards it names, no other command's module, nothing heavy, none of what only a starting run needs; timed
+    beside a bare `python -c "import yaml"`, both from compiled bytecode, it takes under 3.4 times as long (the best of
+    five each: 3.0 to 3.2 beside other jobs on 2 cores, 3.0 as the median of 21 runs in turn; 3.2 to 3.3 when the tools
+    layer loaded for every recipe, 3.5 to 3.7 when every built-in reward loaded, 5.1 to 6.0 when every command loaded
+    every layer; a refused `train` 3.4 to 3.7 when it loaded the run's layers before it read the recipe)."""
     file = write_recipe(mutate(digit_doc, "training.learnin_rate", 1))
     listed = tmp_path / "modules.json"
     code = (
-        "import json, sys; from grpo_ext import cli; rc = cli.main(['validate', sys.argv[1]]); "
+        f"import json, sys; from grpo_ext import cli; rc = cli.main([{verb!r}, sys.argv[1]]); "
         "open(sys.argv[2], 'w').write(json.dumps(sorted(sys.modules))); sys.exit(rc)"
     )
     argv = [sys.executable, "-c", code, str(file), str(listed)]
@@ -99,27 +102,10 @@ def test_a_refused_recipe_loads_no_verb_it_does_not_run(timed, digit_doc, write_
     assert proc.returncode == 2 and "training.learnin_rate: unknown GRPOConfig key" in proc.stderr, proc.stderr
     loaded = json.loads(listed.read_text())
     own = [m for m in loaded if m.split(".")[0] == "grpo_ext"]
-    assert [m for m in own if m.startswith("grpo_ext.verbs.")] == ["grpo_ext.verbs.validate"]
+    checker = {"validate": "grpo_ext.verbs.validate", "train": "grpo_ext.verbs.train_command"}[verb]
+    assert [m for m in own if m.startswith("grpo_ext.verbs.")] == [checker]
     assert [m for m in own if m.startswith("grpo_ext.rewards.")] == DIGIT_REWARDS
     assert not [m for m in NOT_LOADED if m in loaded]
+    assert not [m for m in ("hashlib", "zipfile", "tempfile", "platform", "statistics") if m in loaded]  # a run's
     assert not [m for m in own if m.startswith(NOT_OWN)]
     assert len(own) <= OWN_MODULES, f"{len(own)} of grpo_ext's modules: {own}"
-
-
-def test_a_refused_train_loads_the_train_verb_and_nothing_heavy(digit_doc, write_recipe, tmp_path):
-    """`grpo-ext train` of a bad recipe loads the train verb (and validate's checks, which it runs), no other command's
-    module, none of the libraries a run needs, and none of the standard library's slow starters that only a starting
-    run needs (importlib.metadata for the versions it records took a tenth of the refusal, with email and socket)."""
-    file = write_recipe(mutate(digit_doc, "training.learnin_rate", 1))
-    listed = tmp_path / "modules.json"
-    code = (
-        "import json, sys; from grpo_ext import cli; rc = cli.main(['train', sys.argv[1]]); "
-        "open(sys.argv[2], 'w').write(json.dumps(sorted(sys.modules))); sys.exit(rc)"
-    )
-    proc = subprocess.run([sys.executable, "-c", code, str(file), str(listed)], capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 2 and "training.learnin_rate: unknown GRPOConfig key" in proc.stderr, proc.stderr
-    loaded = json.loads(listed.read_text())
-    assert [m for m in loaded if m.startswith("grpo_ext.verbs.")] == ["grpo_ext.verbs.train", "grpo_ext.verbs.validate"]
-    # what the results layer's statistics bring (fractions, decimal) aside, what a refused validate may not load
-    assert not [m for m in NOT_LOADED if m in loaded and m not in ("fractions", "decimal")]
-    assert not [m for m in ("hashlib", "zipfile", "tempfile", "platform") if m in loaded]  # what only a starting run needs

@@ -71,10 +71,15 @@ def generate(model, original, input_ids, attention_mask, **kwargs):
     return original(input_ids=ids, attention_mask=mask, **{_cache_name(model): cache}, **kwargs)
 
 
+def _cache_of(output):
+    """The cache a forward returned: ``cache`` in newer transformers, ``past_key_values`` before."""
+    cache = getattr(output, "cache", None)
+    return output.past_key_values if cache is None else cache
+
+
 def _expanded_cache(output, rows: int):
     """The keys and values of a forward over the prefix alone (one row), repeated for ``rows`` rows."""
-    cache = getattr(output, "cache", None)
-    cache = output.past_key_values if cache is None else cache
+    cache = _cache_of(output)
     cache.batch_repeat_interleave(rows)
     return cache
 
@@ -113,7 +118,8 @@ def sharing_prompt(backbone, prefix: list[int]) -> Iterator[None]:
     ``prefix`` (the loss pass's prompts and completions) runs the prefix once and the rest of each row from its keys
     and values. The hidden states it returns have every row's own tokens in the columns they had; the prefix's
     columns (prompt tokens, never scored) hold the prefix's states. The gradient through the prefix is the sum over
-    the rows, as if each had computed it. A call it cannot reshape (another row, a cache, other inputs) runs as it is."""
+    the rows, as if each had computed it. A call it cannot reshape (another row, a cache, other inputs) runs as it is.
+    Under gradient checkpointing (``checkpointed``) each layer keeps only its input and runs again in the backward."""
     original, own = backbone.forward, "forward" in vars(backbone)
     cache_name = _cache_name(backbone)  # read from the forward's own signature, before the swap below hides it
 
@@ -122,7 +128,10 @@ def sharing_prompt(backbone, prefix: list[int]) -> Iterator[None]:
         if reshaped is None:
             return original(*args, **kwargs)
         ids, mask, rest = reshaped
-        return _forward_shared(original, cache_name, len(prefix), ids, mask, rest)
+        if not _flagged(backbone):
+            return _forward_shared(original, cache_name, len(prefix), ids, mask, rest)
+        with checkpointed(backbone):
+            return _forward_shared(original, cache_name, len(prefix), ids, mask, rest, frozen=True)
 
     backbone.forward = shared_forward
     try:
@@ -132,6 +141,84 @@ def sharing_prompt(backbone, prefix: list[int]) -> Iterator[None]:
             backbone.forward = original
         else:
             del backbone.forward
+
+
+def _flagged(backbone) -> list:
+    """The modules of ``backbone`` (itself included) that transformers' gradient checkpointing is on for."""
+    return [m for m in backbone.modules() if getattr(m, "gradient_checkpointing", False) is True]
+
+
+def checkpoints_with_a_cache() -> bool:
+    """Whether this transformers keeps a cache's keys and values per layer object (``cache.layers``, 4.56 and
+    later), which the checkpointed shared pass reads and fixes; before, gradient checkpointing shares nothing."""
+    from transformers import DynamicCache
+
+    return hasattr(DynamicCache(), "layers")
+
+
+def window_of(backbone) -> bool:
+    """Whether a layer of the model attends through a sliding window, whose cache the checkpointed shared pass
+    (which puts the prefix's keys and values before each row's own, all of them) does not keep as the model would."""
+    config = getattr(backbone, "config", None)
+    kinds = set(getattr(config, "layer_types", None) or ())
+    return getattr(config, "sliding_window", None) is not None or bool(kinds - {"full_attention"})
+
+
+@contextlib.contextmanager
+def checkpointed(backbone) -> Iterator[None]:
+    """For the length of the block, each layer of ``backbone`` that transformers checkpoints keeps only its input for
+    the backward and runs again there, with the cache it was given; transformers' own checkpointing, which drops any
+    cache (``use_cache=False``), is off meanwhile. The recomputation reads the caches again, so the caches the
+    shared pass gives the layers store nothing (``_frozen``)."""
+    from torch.utils.checkpoint import checkpoint
+
+    flagged = _flagged(backbone)
+    # a layer with a forward of its own (accelerate's device hooks) runs it unchecked: still right, only kept whole
+    layers = [m for m in flagged if m is not backbone and "forward" not in vars(m)]
+
+    def wrapped(layer):
+        raw = getattr(type(layer).forward, "__wrapped__", type(layer).forward)  # under transformers' own wrapper
+
+        def forward(*args, **kwargs):
+            return checkpoint(raw, layer, *args, use_reentrant=False, **kwargs)
+
+        return forward
+
+    for module in flagged:
+        module.gradient_checkpointing = False
+    for layer in layers:
+        layer.forward = wrapped(layer)
+    try:
+        yield
+    finally:
+        for layer in layers:
+            del layer.forward
+        for module in flagged:
+            module.gradient_checkpointing = True
+
+
+def _frozen(cache, rows: int | None):
+    """``cache``, made to store nothing more: its ``update`` returns the new keys and values as they are (``rows``
+    None: the cache of a forward that already ran, whose layers will run again in the backward), or after the
+    cache's own, repeated for ``rows`` rows, in a copy (the cache a forward over each row's own tokens reads)."""
+    import copy
+
+    import torch
+
+    if rows is None:
+        cache.update = lambda keys, values, *args, **kwargs: (keys, values)
+        return cache
+    fixed = copy.copy(cache)
+    fixed.layers = [copy.copy(layer) for layer in cache.layers]
+    for layer in fixed.layers:
+        layer.keys, layer.values = layer.keys.repeat_interleave(rows, 0), layer.values.repeat_interleave(rows, 0)
+
+    def update(keys, values, layer_idx, *args, **kwargs):
+        layer = fixed.layers[layer_idx]
+        return torch.cat([layer.keys, keys], dim=-2), torch.cat([layer.values, values], dim=-2)
+
+    fixed.update = update
+    return fixed
 
 
 def _reshape(prefix: list[int], args: tuple, kwargs: dict):
@@ -160,12 +247,17 @@ def _reshape(prefix: list[int], args: tuple, kwargs: dict):
     return new_ids, new_mask, others
 
 
-def _forward_shared(original, cache_name: str, k: int, ids, mask, others: dict):
+def _forward_shared(original, cache_name: str, k: int, ids, mask, others: dict, frozen: bool = False):
     import torch
 
     others = {**others, "use_cache": True}
     head = original(input_ids=ids[:1, :k], attention_mask=mask[:1, :k], **others)
-    cache = _expanded_cache(head, ids.shape[0])
+    if frozen:  # checkpointed layers run again in the backward: neither cache may grow when they do
+        head_cache = _cache_of(head)
+        cache = _frozen(head_cache, ids.shape[0])
+        _frozen(head_cache, None)
+    else:
+        cache = _expanded_cache(head, ids.shape[0])
     positions = (mask.long().cumsum(-1) - 1).clamp(min=0)[:, k:]
     tail = original(input_ids=ids[:, k:], attention_mask=mask, position_ids=positions, **{cache_name: cache}, **others)
     states = torch.cat([head.last_hidden_state.expand(ids.shape[0], -1, -1), tail.last_hidden_state], dim=1)

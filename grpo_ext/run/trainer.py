@@ -78,3 +78,16 @@ def make_trainer(
             raise RunError(f"GRPOTrainer of trl {compat.trl_version()} takes no {name}; run: pip install -U 'trl>={need}'")
         kwargs[name] = value
     return trl_internals.make(kwargs, list(behaviours), share_prompt)
+
+
+def release_training_state(grpo) -> None:
+    """Let go of what only another optimizer step reads, once training has ended: the optimizer's state (AdamW's two
+    moments: twice the trainable weights, in float32) and the gradients, so that the eval after samples in the memory
+    they held rather than beside it. A sharded optimizer (DeepSpeed) keeps its own and is left alone."""
+    import torch
+
+    optimizer = getattr(grpo, "optimizer", None)
+    inner = getattr(optimizer, "optimizer", optimizer)  # under accelerate's wrapper
+    if isinstance(inner, torch.optim.Optimizer) and getattr(grpo, "is_deepspeed_enabled", False) is not True:
+        inner.state.clear()
+    grpo.model.zero_grad(set_to_none=True)

@@ -226,8 +226,11 @@ def _loss_blocker(trainer) -> str | None:
     backbone = prefix_cache.backbone_of(trainer.accelerator.unwrap_model(trainer.model))
     if backbone is None:
         return f"{type(trainer.model).__name__} has no transformer body apart from its head"
-    if getattr(backbone, "gradient_checkpointing", False) or getattr(trainer.args, "gradient_checkpointing", False):
-        return "gradient checkpointing keeps no keys and values"  # the Trainer turns it on when training starts
+    checkpointing = getattr(backbone, "gradient_checkpointing", False) or getattr(trainer.args, "gradient_checkpointing", False)
+    if checkpointing and not prefix_cache.checkpoints_with_a_cache():  # the Trainer turns it on when training starts
+        return "gradient checkpointing keeps no keys and values before transformers 4.56"
+    if checkpointing and prefix_cache.window_of(backbone):
+        return "gradient checkpointing with a sliding-window attention"
     return None
 
 

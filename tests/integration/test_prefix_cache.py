@@ -95,10 +95,11 @@ def _lora(model):
     return get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0))
 
 
-def loss_pass_both_ways(model, tokenizer, tmp_path, system: str, completion_tokens: int = 8) -> dict:
+def loss_pass_both_ways(model, tokenizer, tmp_path, system: str, completion_tokens: int = 8, checkpointing=False) -> dict:
     """TRL's loss of one sampled micro-batch (two prompts under ``system``, 4 completions each) and its gradients,
     with the shared prompt encoded once (True) and without (False), each with the (rows, tokens) the body embedded,
-    call by call."""
+    call by call, and the bytes the autograd graph kept outside checkpointed layers (``checkpointing``: transformers'
+    gradient checkpointing on, as the Trainer turns it on for ``training.gradient_checkpointing``)."""
     prompts = [[{"role": "system", "content": system}, {"role": "user", "content": q}] for q in ("3 + 4?", "abcd efg")]
     args = dict(
         output_dir=str(tmp_path),
@@ -123,6 +124,10 @@ def loss_pass_both_ways(model, tokenizer, tmp_path, system: str, completion_toke
     grpo.model.train()
     batch = trl_internals.sample_batch(grpo, [{"prompt": p} for p in prompts for _ in range(4)])
     assert batch["advantages"].abs().sum() > 0  # rewards with spread: a gradient that can differ
+    if checkpointing:
+        grpo.args.gradient_checkpointing = True
+        enable = getattr(grpo.model, "activation_checkpointing_enable", None) or grpo.model.gradient_checkpointing_enable
+        enable()  # as the Trainer does when training starts
     found = {}
     for share in (True, False):
         grpo.share_prefix = share
@@ -130,11 +135,19 @@ def loss_pass_both_ways(model, tokenizer, tmp_path, system: str, completion_toke
         seen: list = []
         embed = prefix_cache.backbone_of(grpo.model).get_input_embeddings()
         handle = embed.register_forward_pre_hook(lambda _m, a, seen=seen: seen.append(tuple(a[0].shape)))
-        loss = grpo.compute_loss(grpo.model, dict(batch))
+        kept: dict[int, int] = {}  # storage -> bytes, of what the graph keeps for the backward (weights aside)
+
+        def keep(t, kept=kept):
+            if not (t.requires_grad and t.grad_fn is None):
+                kept[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(keep, lambda t: t):
+            loss = grpo.compute_loss(grpo.model, dict(batch))
         loss.backward()
         handle.remove()
         grads = {n: p.grad.clone() for n, p in grpo.model.named_parameters() if p.grad is not None}
-        found[share] = float(loss), grads, seen
+        found[share] = float(loss), grads, seen, sum(kept.values())
     return found
 
 
@@ -166,9 +179,29 @@ def test_the_loss_pass_with_the_prompt_encoded_once_has_the_same_gradient(tiny_m
 
 
 @pytest.mark.skipif(not compat.trl_at_least("1.0"), reason="TRL before 1.0 generates from text (run/trl_internals.py)")
+@pytest.mark.skipif(not prefix_cache.checkpoints_with_a_cache(), reason="a cache of layer objects: transformers 4.56")
+@pytest.mark.parametrize("adapters", [False, True], ids=["full", "lora"])
+def test_the_checkpointed_loss_pass_shares_the_prompt_with_the_same_gradient(tiny_model, tmp_path, adapters):
+    """Under gradient checkpointing the shared prompt is still encoded once: each layer keeps only its input, runs
+    again in the backward from the same keys and values, and every gradient is the one of the whole rows (and of the
+    pass without checkpointing); the graph keeps under a quarter of what the shared pass keeps without it."""
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, **compat.dtype_kwargs(torch.float32))
+    if adapters:
+        model = _lora(model)
+    system = " ".join(["Reply with only one digit from 0 to 9."] * 12)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model)
+    plain = loss_pass_both_ways(model, tokenizer, tmp_path, system)
+    found = loss_pass_both_ways(model, tokenizer, tmp_path, system, checkpointing=True)
+    assert_the_same_gradient(found)
+    assert_the_same_gradient({True: found[True], False: plain[False]})  # and the same as no checkpointing at all
+    assert found[True][3] < plain[True][3] / 4, (found[True][3], plain[True][3])
+
+
+@pytest.mark.skipif(not compat.trl_at_least("1.0"), reason="TRL before 1.0 generates from text (run/trl_internals.py)")
 def test_the_run_line_says_where_the_shared_prompt_is_encoded_once(tiny_model, tmp_path):
     """The line a run prints for prompts that share a long head: once in both passes; each pass that cannot, with
-    why (gradient checkpointing keeps no cache for the loss pass); whole with the key off."""
+    why (before transformers 4.56, gradient checkpointing keeps no cache for the loss pass); whole with the key off."""
     model = AutoModelForCausalLM.from_pretrained(tiny_model, **compat.dtype_kwargs(torch.float32))
     args = dict(output_dir=str(tmp_path), per_device_train_batch_size=4, num_generations=4, use_cpu=True, report_to="none")
     args["gradient_checkpointing"] = False  # as the recipes set it (TRL turns it on by default)
@@ -183,7 +216,10 @@ def test_the_run_line_says_where_the_shared_prompt_is_encoded_once(tiny_model, t
     assert trl_internals.sharing(grpo, 480) == f"{head}, in generation and in the loss pass"
     grpo.args.gradient_checkpointing = True  # what the recipe says; the Trainer turns it on when training starts
     assert trl_internals.sharing(grpo, 480) == (
-        f"{head} in generation; the loss pass encodes them for each row (gradient checkpointing keeps no keys and values)"
+        f"{head}, in generation and in the loss pass"
+        if prefix_cache.checkpoints_with_a_cache()
+        else f"{head} in generation; the loss pass encodes them for each row (gradient checkpointing keeps no keys and "
+        "values before transformers 4.56)"
     )
     grpo.share_prefix = False
     assert trl_internals.sharing(grpo, 480) == "groups: each row's prompt is encoded whole (groups.share_prompt is off)"

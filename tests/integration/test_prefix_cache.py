@@ -26,7 +26,12 @@ def _left_padded(rows: list[list[int]], pad: int):
 
 
 @pytest.mark.parametrize("shared", [prefix_cache.MIN_SHARED + 16, prefix_cache.MIN_SHARED - 1])
-def test_the_same_greedy_tokens_with_the_prefix_encoded_once(tiny_model, shared):
+@pytest.mark.parametrize("given", ["keywords", "generation_config"])
+def test_the_same_greedy_tokens_with_the_prefix_encoded_once(tiny_model, shared, given):
+    """Greedy tokens alike with the prefix encoded once; given a generation config with a token budget (as TRL gives
+    it), the rows go on from a cache allocated once for the call (a StaticCache), else from a growing one."""
+    from transformers import GenerationConfig, StaticCache
+
     model = AutoModelForCausalLM.from_pretrained(tiny_model, **compat.dtype_kwargs(torch.float32)).eval()
     g = torch.Generator().manual_seed(0)
     vocab = model.config.vocab_size
@@ -34,16 +39,25 @@ def test_the_same_greedy_tokens_with_the_prefix_encoded_once(tiny_model, shared)
     rows = [prefix + torch.randint(3, vocab, (n,), generator=g).tolist() for n in (3, 7, 1, 5)]
     ids, mask = _left_padded(rows, pad=0)
     settings = dict(max_new_tokens=12, do_sample=False, pad_token_id=0)
+    if given == "generation_config":
+        settings = {"generation_config": GenerationConfig(**settings, disable_compile=True)}
+    caches: list = []
     with torch.no_grad():
         plain = model.generate(input_ids=ids, attention_mask=mask, **settings)[:, ids.shape[1] :]
         seen, handle = _forward_lengths(model)
+        types = model.register_forward_pre_hook(
+            lambda _m, _a, kw: caches.append(type(kw.get("cache", kw.get("past_key_values")))), with_kwargs=True
+        )
         with prefix_cache.sharing(model):
             ours = model.generate(input_ids=ids, attention_mask=mask, **settings)[:, ids.shape[1] :]
         handle.remove()
+        types.remove()
     assert torch.equal(ours, plain)
     if shared >= prefix_cache.MIN_SHARED:
         # the prefix once, then each row from its own tokens (7, the longest, with the padding after the prefix)
         assert seen[:2] == [(1, shared), (4, 7)], seen[:3]
+        preallocated = given == "generation_config" and prefix_cache.checkpoints_with_a_cache()
+        assert (caches[1] is StaticCache) == preallocated, caches[:3]
     else:
         assert seen[0] == (4, ids.shape[1]), seen[:3]  # generate() as it is: the whole left-padded batch
     assert "generate" not in vars(model)  # the block's end gives the model its own generate back

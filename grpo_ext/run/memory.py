@@ -207,18 +207,21 @@ def path_of(recipe: Recipe) -> str:
     return compat.logprob_path(compat.uses_liger(recipe.training.settings))
 
 
-def logits_bytes(shape: Shape, batch: int, seq: int, completion: int, b: int, device: str, path: str, head_grad: bool):
+def logits_bytes(
+    shape: Shape, batch: int, seq: int, completion: int, b: int, device: str, path: str, head_grad: bool, scored_only=False
+):
     """(bytes, how) the logits take at the loss's peak, by the way TRL computes the log-probabilities.
 
     - 'full': the completion tokens' logits in the weights' dtype, their fp32 log-softmax and its gradient;
     - 'liger': the same for one sequence at a time;
     - 'tiles': one tile of ``TILE_TOKENS`` x ``TILE_VOCAB`` logits in the weights' dtype. On a GPU a Triton kernel
       works in the tile; elsewhere torch ops make ``CPU_TILE_COPIES`` fp32 temporaries of it, and every position
-      of the sequence is scored (on a GPU only the completion's). The backward adds an fp32 gradient of the
-      output head when it is trained (not with LoRA).
+      of the sequence is scored (on a GPU, and with ``scored_only``, only the completion's: grpo_ext's loss pass
+      under ``groups.share_prompt``). The backward adds an fp32 gradient of the output head when it is trained (not
+      with LoRA).
     """
     if path == "tiles":
-        tokens = batch * completion if device == "cuda" else batch * (seq - 1)
+        tokens = batch * completion if device == "cuda" or scored_only else batch * (seq - 1)
         tile = min(tokens, TILE_TOKENS) * min(shape.vocab, TILE_VOCAB)
         n = tile * b + (0 if device == "cuda" else CPU_TILE_COPIES * 4 * tile)
         head = shape.vocab * shape.hidden * 4 if head_grad else 0
@@ -292,7 +295,8 @@ def estimate(
     else:
         acts = batch * seq * ab * shape.layers * per_token
         how = f"{batch} seqs x {seq} tokens ({prompt_len} prompt + {completion} completion) x {shape.layers} layers"
-    logits, logits_how = logits_bytes(shape, batch, seq, completion, b, device, logprobs or path_of(recipe), not lora)
+    path = logprobs or path_of(recipe)
+    logits, logits_how = logits_bytes(shape, batch, seq, completion, b, device, path, not lora, recipe.groups.share_prompt)
     rows.append(("activations", acts + logits, f"{how}; logits {fmt_bytes(logits)} ({logits_how})"))
 
     def cache(seqs: int) -> int:
@@ -333,8 +337,9 @@ def estimate(
         gathered = gpu_share.gathered_bytes(shape.params, shape.linear_params, shape.layers, shape.hidden, shape.vocab, b)
         rows.append(("gathered weights", gathered, "two decoder layers and the embedding, whole while they compute"))
     if device == "cpu":
-        saved = trainable * tb if lora else shape.params * b
-        rows.append(("checkpoint save", saved, "safetensors serializes the saved weights in memory"))
+        if get("save_strategy") != "no":  # the final save comes after the optimizer's state is let go of
+            saved = trainable * tb if lora else shape.params * b
+            rows.append(("checkpoint save", saved, "safetensors serializes a checkpoint's weights in memory"))
         rows.append(("runtime", RUNTIME_CPU, "Python, torch, transformers, TRL"))
     else:
         rows.append(("CUDA context", CUDA_CONTEXT, "kernels and allocator bookkeeping"))

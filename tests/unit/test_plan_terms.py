@@ -46,13 +46,15 @@ LOGITS = [
     (TINY, 2, 30, 10, 2, "cuda", "tiles", False, 2 * 10 * 1000 * 2),  # the completion's 20 tokens x 1000, bf16: 40,000
     (TINY, 2, 30, 10, 2, "cuda", "tiles", True, 40_000 + 1000 * 64 * 4),  # + the head's fp32 gradient: 296,000
     (TINY, 2, 30, 10, 4, "cpu", "tiles", False, 2 * 29 * 1000 * (4 + 3 * 4)),  # every position, tile + 3 fp32 copies
+    (TINY, 2, 30, 10, 4, "cpu+scored", "tiles", False, 2 * 10 * 1000 * (4 + 3 * 4)),  # share_prompt: the completions
     (BIG, 64, 500, 200, 2, "cuda", "tiles", False, 4096 * 32768 * 2),  # 12,800 tokens and 50k entries: one full tile
 ]
 
 
 @pytest.mark.parametrize("shape,batch,seq,completion,b,device,path,head,expected", LOGITS)
 def test_logits_bytes(shape, batch, seq, completion, b, device, path, head, expected):
-    assert memory.logits_bytes(shape, batch, seq, completion, b, device, path, head)[0] == expected
+    device, _, scored = device.partition("+")
+    assert memory.logits_bytes(shape, batch, seq, completion, b, device, path, head, scored_only=bool(scored))[0] == expected
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.text import suggest
 from grpo_ext.data import examples
 from grpo_ext.recipe import Model, Recipe, agents
-from grpo_ext.run import chat_tools, data, gpu_share, hardware
+from grpo_ext.run import chat_tools, data, gpu_share, hardware, prefix_cache
 from grpo_ext.run.gpu_share import Launch
 from grpo_ext.settings import adapters, batch_rules, compat, model_names, shapes
 
@@ -165,19 +165,36 @@ def longest_prompt_tokens(recipe: Recipe, folder: Path | dict) -> int:
     texts = [r["prompt"] for r in data.train_rows(recipe.data, recipe.base_dir, 2000)]
     texts += [r["prompt"] for r in data.eval_rows(recipe.data, recipe.base_dir, recipe.seed)]
     system, turns = recipe.data.system_prompt, examples.messages(recipe.data.examples)
-    if isinstance(folder, dict) or not any((folder / n).is_file() for n in ("tokenizer.json", "tokenizer.model", "vocab.json")):
+    found = _prompt_ids(recipe, folder, texts)
+    if found is None:
         head = len(system or "") + len(str(turns)) * bool(turns)
         return (max(len(str(t)) for t in texts) + head) // 3 + 32  # about 3 characters a token, plus a template
+    longest = max(map(len, found), default=0)
+    limit = recipe.training.settings.get("max_prompt_length")  # longer prompts are dropped before training
+    return longest if limit is None else min(longest, limit)
+
+
+def shared_prompt_tokens(recipe: Recipe, folder: Path | dict) -> int:
+    """Tokens every training prompt begins with alike (the system prompt, a tool schema, worked examples), which the
+    loss pass runs once a micro-batch under ``groups.share_prompt``; 0 without a tokenizer on this machine."""
+    texts = [r["prompt"] for r in data.train_rows(recipe.data, recipe.base_dir, 2000)]
+    found = _prompt_ids(recipe, folder, texts)
+    return prefix_cache.shared_length(found) if found else 0
+
+
+def _prompt_ids(recipe: Recipe, folder: Path | dict, texts: list) -> list[list[int]] | None:
+    """The token ids of ``texts`` as training renders them (system prompt, worked examples, the tools' schemas in
+    the chat template); None when no tokenizer is on this machine."""
+    if isinstance(folder, dict) or not any((folder / n).is_file() for n in ("tokenizer.json", "tokenizer.model", "vocab.json")):
+        return None
     from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(folder)
     chat_tools.apply(tokenizer, recipe, lambda _: None)  # the template training renders with, tools shown
     chat = data.use_chat(recipe.data, tokenizer)
     tools = agents.functions_shown(recipe.tool_functions, recipe.environment_types) or None  # their schemas are in every prompt
-    prompts = [data.format_prompt(t, system, chat, turns) for t in texts]
-    longest = max(data.prompt_tokens(prompts, tokenizer, tools), default=0)
-    limit = recipe.training.settings.get("max_prompt_length")  # longer prompts are dropped before training
-    return longest if limit is None else min(longest, limit)
+    system, turns = recipe.data.system_prompt, examples.messages(recipe.data.examples)
+    return data.prompt_ids([data.format_prompt(t, system, chat, turns) for t in texts], tokenizer, tools)
 
 
 def lora_targets(shape: Shape, settings: dict) -> list[tuple[str, int, int]]:
@@ -248,10 +265,17 @@ def vllm_engine_need(recipe: Recipe, shape: Shape, prompt_len: int) -> int:
 
 
 def estimate(
-    recipe: Recipe, shape: Shape, prompt_len: int, device: str, launch: Launch = ONE_GPU, logprobs: str | None = None
+    recipe: Recipe,
+    shape: Shape,
+    prompt_len: int,
+    device: str,
+    launch: Launch = ONE_GPU,
+    logprobs: str | None = None,
+    shared: int = 0,
 ) -> list[tuple[str, int, str]]:
     """(component, bytes, how) for one training process of ``recipe`` on ``device`` ('cpu' or 'cuda'); the logits
-    as ``logprobs`` says ('full', 'liger', 'tiles'), else as the installed TRL computes them."""
+    as ``logprobs`` says ('full', 'liger', 'tiles'), else as the installed TRL computes them; ``shared``: the tokens
+    every training prompt begins with, run once a micro-batch in the loss pass where ``groups.share_prompt`` holds."""
     dtype: str = recipe.model.dtype
     if dtype == "auto":
         dtype = "bfloat16" if device == "cuda" else "float32"
@@ -289,12 +313,16 @@ def estimate(
     per_token = ACT_PER_TOKEN["hidden"] * shape.hidden + ACT_PER_TOKEN["intermediate"] * shape.intermediate
     if lora:
         per_token += sum(o for _, _, o in lora_targets(shape, lora)) // shape.layers
+    # the loss pass runs the prompts' shared head once a micro-batch (not under DeepSpeed or FSDP: run/trl_internals)
+    once = recipe.groups.share_prompt and shared >= prefix_cache.MIN_SHARED and batch > 1 and launch.sharding == "ddp"
+    tokens = shared + batch * (seq - shared) if once else batch * seq
+    head = f", the {shared} shared prompt tokens once" if once else ""
     if get("gradient_checkpointing"):
-        acts = batch * seq * ab * (shape.layers * shape.hidden + per_token)
-        how = f"{batch} seqs x {seq} tokens, checkpointed (one hidden vector per layer)"
+        acts = tokens * ab * (shape.layers * shape.hidden + per_token)
+        how = f"{batch} seqs x {seq} tokens{head}, checkpointed (one hidden vector per layer)"
     else:
-        acts = batch * seq * ab * shape.layers * per_token
-        how = f"{batch} seqs x {seq} tokens ({prompt_len} prompt + {completion} completion) x {shape.layers} layers"
+        acts = tokens * ab * shape.layers * per_token
+        how = f"{batch} seqs x {seq} tokens ({prompt_len} prompt + {completion} completion){head} x {shape.layers} layers"
     path = logprobs or path_of(recipe)
     logits, logits_how = logits_bytes(shape, batch, seq, completion, b, device, path, not lora, recipe.groups.share_prompt)
     rows.append(("activations", acts + logits, f"{how}; logits {fmt_bytes(logits)} ({logits_how})"))

@@ -93,7 +93,8 @@ def plan(
     where_cfg = memory.config_source(recipe.model, recipe.base_dir)
     shape = memory.model_shape(where_cfg, recipe.model.trust_remote_code)
     prompt_len = memory.longest_prompt_tokens(recipe, where_cfg)
-    rows = memory.estimate(recipe, shape, prompt_len, device, launch)
+    shared = memory.shared_prompt_tokens(recipe, where_cfg)
+    rows = memory.estimate(recipe, shape, prompt_len, device, launch, shared=shared)
     where = "on the CPU (peak resident memory)" if device == "cpu" else "on one GPU (peak device memory)"
     share = f", {gpus} processes ({launch.label()})" if gpus > 1 or sharding != "ddp" else ""
     print(f"plan: {recipe.path} {where}, per process{share}")
@@ -147,7 +148,7 @@ def plan(
         except RecipeError:
             continue
         tried.append(extra)
-        n = memory.total(memory.estimate(other, shape, prompt_len, device, launch))
+        n = memory.total(memory.estimate(other, shape, prompt_len, device, launch, shared=shared))
         print(f"  {' '.join(extra):<78} {memory.fmt_bytes(n):>10}  {'fits' if n <= budget else 'still over'}")
     combined = list(
         dict.fromkeys(
@@ -157,7 +158,9 @@ def plan(
     if len(combined) > 1:
         try:
             n = memory.total(
-                memory.estimate(validate(apply_overrides(doc, combined), recipe.path), shape, prompt_len, device, launch)
+                memory.estimate(
+                    validate(apply_overrides(doc, combined), recipe.path), shape, prompt_len, device, launch, shared=shared
+                )
             )
             print(f"  {' '.join(combined):<78} {memory.fmt_bytes(n):>10}  {'fits' if n <= budget else 'still over'}")
         except RecipeError:

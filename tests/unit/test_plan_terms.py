@@ -145,3 +145,22 @@ def test_a_full_fine_tuning_plan_offers_lora_at_ten_times_the_learning_rate(qwen
     assert cli.main(["plan", str(write_recipe(qwen)), "--gpu-memory", "8GiB"]) == 1
     out = capsys.readouterr().out
     assert "model.lora=true training.learning_rate=2e-05 " in out
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_the_prompts_shared_head_counts_once_a_micro_batch(qwen, share):
+    """Under groups.share_prompt the loss pass runs the head every training prompt shares once a micro-batch: the
+    activations count it once (4 rows of 500 tokens, 400 of them shared: 400 + 4 x 100 tokens, not 2,000)."""
+    qwen["groups"] = {"share_prompt": share}
+    qwen["training"].update(per_device_train_batch_size=4, num_generations=4, max_completion_length=100)
+    recipe = validate(qwen)
+    where = memory.config_source(recipe.model, recipe.base_dir)
+    shape = memory.model_shape(where)
+
+    def activations(shared: int) -> int:
+        rows = memory.estimate(recipe, shape, 400, "cpu", shared=shared)
+        return next(n for name, n, _ in rows if name == "activations")
+
+    logits = memory.logits_bytes(shape, 4, 500, 100, 4, "cpu", memory.path_of(recipe), True, share)[0]
+    whole, once = activations(0) - logits, activations(400) - logits
+    assert once == (whole * 800 // 2000 if share else whole)

@@ -62,7 +62,7 @@ def planned(check: Check) -> float:
     recipe = load(str(HERE / check.recipe))
     where = shapes.config_fields(recipe.model.name)  # the table, even where a hub cache holds the config
     shape = memory.model_shape(where)
-    prompt = memory.longest_prompt_tokens(recipe, where)
+    prompt = memory.prompt_tokens(recipe, where)[0]
     # SFT's loss takes the logits of every token at once, as GRPO's did before TRL 1.15 (see logits_bytes)
     rows = memory.estimate(recipe, shape, prompt, "cuda", Launch(check.gpus, check.sharding), logprobs="full")
     return memory.total(r for r in rows if r[0] not in check.left_out) / GIB

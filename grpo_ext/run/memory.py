@@ -159,27 +159,20 @@ def model_shape(where: Path | dict, trust_remote_code: bool = False) -> Shape:
     )
 
 
-def longest_prompt_tokens(recipe: Recipe, folder: Path | dict) -> int:
-    """Tokens in the longest training or eval prompt as the model sees it (chat template applied); about 3
-    characters a token when no tokenizer is on this machine."""
-    texts = [r["prompt"] for r in data.train_rows(recipe.data, recipe.base_dir, 2000)]
-    texts += [r["prompt"] for r in data.eval_rows(recipe.data, recipe.base_dir, recipe.seed)]
-    system, turns = recipe.data.system_prompt, examples.messages(recipe.data.examples)
+def prompt_tokens(recipe: Recipe, folder: Path | dict) -> tuple[int, int]:
+    """(tokens in the longest training or eval prompt as the model sees it, chat template applied; tokens every
+    training prompt begins with alike, which the loss pass runs once a micro-batch under ``groups.share_prompt``),
+    from one tokenization. Without a tokenizer on this machine: about 3 characters a token, and nothing shared."""
+    train = [r["prompt"] for r in data.train_rows(recipe.data, recipe.base_dir, 2000)]
+    texts = train + [r["prompt"] for r in data.eval_rows(recipe.data, recipe.base_dir, recipe.seed)]
     found = _prompt_ids(recipe, folder, texts)
     if found is None:
+        system, turns = recipe.data.system_prompt, examples.messages(recipe.data.examples)
         head = len(system or "") + len(str(turns)) * bool(turns)
-        return (max(len(str(t)) for t in texts) + head) // 3 + 32  # about 3 characters a token, plus a template
+        return (max(len(str(t)) for t in texts) + head) // 3 + 32, 0  # about 3 characters a token, plus a template
     longest = max(map(len, found), default=0)
     limit = recipe.training.settings.get("max_prompt_length")  # longer prompts are dropped before training
-    return longest if limit is None else min(longest, limit)
-
-
-def shared_prompt_tokens(recipe: Recipe, folder: Path | dict) -> int:
-    """Tokens every training prompt begins with alike (the system prompt, a tool schema, worked examples), which the
-    loss pass runs once a micro-batch under ``groups.share_prompt``; 0 without a tokenizer on this machine."""
-    texts = [r["prompt"] for r in data.train_rows(recipe.data, recipe.base_dir, 2000)]
-    found = _prompt_ids(recipe, folder, texts)
-    return prefix_cache.shared_length(found) if found else 0
+    return (longest if limit is None else min(longest, limit)), prefix_cache.shared_length(found[: len(train)])
 
 
 def _prompt_ids(recipe: Recipe, folder: Path | dict, texts: list) -> list[list[int]] | None:

@@ -14,6 +14,7 @@ returns the same tokens either way (``tests/integration/test_prefix_cache.py``).
 """
 
 import contextlib
+import functools
 import inspect
 from collections.abc import Iterator
 
@@ -176,6 +177,7 @@ def _flagged(backbone) -> list:
     return [m for m in backbone.modules() if getattr(m, "gradient_checkpointing", False) is True]
 
 
+@functools.cache  # asked at every loss pass; the answer is the installed transformers'
 def checkpoints_with_a_cache() -> bool:
     """Whether this transformers keeps a cache's keys and values per layer object (``cache.layers``, 4.56 and
     later), which the checkpointed shared pass reads and fixes; before, gradient checkpointing shares nothing."""

@@ -92,8 +92,7 @@ def plan(
     launch = Launch(gpus, sharding, budget)
     where_cfg = memory.config_source(recipe.model, recipe.base_dir)
     shape = memory.model_shape(where_cfg, recipe.model.trust_remote_code)
-    prompt_len = memory.longest_prompt_tokens(recipe, where_cfg)
-    shared = memory.shared_prompt_tokens(recipe, where_cfg)
+    prompt_len, shared = memory.prompt_tokens(recipe, where_cfg)
     rows = memory.estimate(recipe, shape, prompt_len, device, launch, shared=shared)
     where = "on the CPU (peak resident memory)" if device == "cpu" else "on one GPU (peak device memory)"
     share = f", {gpus} processes ({launch.label()})" if gpus > 1 or sharding != "ddp" else ""

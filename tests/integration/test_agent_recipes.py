@@ -139,8 +139,8 @@ def test_a_file_environment_trains_two_steps_and_rewards(tmp_path, digit_doc, ch
     # the guess tool's schema is part of every prompt: the run counts it, and the planner counts as the run does
     longest = int(re.search(r"prompt tokens: min \d+, median [\d.]+, max (\d+)", capsys.readouterr().err).group(1))
     without = {k: v for k, v in yaml.safe_load(path.read_text()).items() if k != "environment"}
-    assert longest > memory.longest_prompt_tokens(load(str(write(tmp_path / "plain.yaml", without))), chatml_model) + 30
-    assert memory.longest_prompt_tokens(load(str(path)), chatml_model) == longest
+    assert longest > memory.prompt_tokens(load(str(write(tmp_path / "plain.yaml", without))), chatml_model)[0] + 30
+    assert memory.prompt_tokens(load(str(path)), chatml_model)[0] == longest
 
 
 def write(path, doc):

@@ -69,7 +69,7 @@ def qwen(digit_doc, no_hub, monkeypatch, tmp_path):
 def estimate(doc: dict, launch: Launch) -> dict[str, int]:
     recipe = validate(doc)
     where = memory.config_source(recipe.model, recipe.base_dir)
-    prompt = memory.longest_prompt_tokens(recipe, where)  # as the plan verb counts it
+    prompt = memory.prompt_tokens(recipe, where)[0]  # as the plan verb counts it
     return {name: n for name, n, _ in memory.estimate(recipe, memory.model_shape(where), prompt, "cuda", launch)}
 
 

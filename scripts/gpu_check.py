@@ -48,7 +48,8 @@ def main() -> int:
     try:
         recipe = grpo_ext.load_recipe(args.recipe, overrides)
         folder = memory.config_source(recipe.model, recipe.base_dir)
-        rows = memory.estimate(recipe, memory.model_shape(folder), memory.longest_prompt_tokens(recipe, folder), args.device)
+        longest, shared = memory.prompt_tokens(recipe, folder)  # as grpo-ext plan counts them
+        rows = memory.estimate(recipe, memory.model_shape(folder), longest, args.device, shared=shared)
         estimate = memory.total(rows)
         grpo_ext.train(recipe)
     except grpo_ext.RecipeError as exc:

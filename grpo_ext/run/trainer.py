@@ -9,7 +9,7 @@ import inspect
 
 from grpo_ext.core.errors import RunError
 from grpo_ext.recipe import Recipe
-from grpo_ext.run import trl_internals
+from grpo_ext.run import heap, trl_internals
 from grpo_ext.settings import compat
 
 
@@ -91,3 +91,4 @@ def release_training_state(grpo) -> None:
     if isinstance(inner, torch.optim.Optimizer) and getattr(grpo, "is_deepspeed_enabled", False) is not True:
         inner.state.clear()
     grpo.model.zero_grad(set_to_none=True)
+    heap.release()  # freed is not yet given back: the C library would keep it beside what the eval allocates

@@ -1,8 +1,9 @@
 """The one module that names TRL's private internals, and the trainer that composes grpo_ext's GRPO behaviours.
 
 GRPOTrainer has no public hook for what grpo_ext adds to a GRPO step (row skipping, dynamic sampling, counting the
-tool results TRL drops, capturing the eval's conversations), so the trainer here (``trainer_class``) overrides two of
-its private methods and ``compute_loss``, and calls each ``Behaviour`` of its list at its hook. Every other module
+tool results TRL drops, capturing the eval's conversations, handing freed memory back), so the trainer here
+(``trainer_class``) overrides two of its private methods and ``compute_loss``, and calls each ``Behaviour`` of its
+list at its hook. Every other module
 reaches TRL's internals through this one; ``tests/unit/test_trl_internals.py`` scans the package, the tests, the
 benchmarks and the scripts for a private name of TRL's used anywhere else, and checks that this table lists each one
 used here. A TRL release that moves one of them changes this module only (CONTRIBUTING.md, "Adding a TRL version").
@@ -113,7 +114,10 @@ class Step:
 
 class Behaviour(Protocol):
     """A GRPO behaviour TRL lacks: the trainer calls each hook of each behaviour in its list, in the list's order
-    (``make``). A behaviour subclasses this and overrides the hooks it needs; the others pass through."""
+    (``make``). A behaviour subclasses this and overrides the hooks it needs; the others pass through. An ``optional``
+    one changes no result (it saves memory or time): on a TRL without the hooked methods it is left out, not refused."""
+
+    optional = False
 
     def on_rewards(self, step: Step, completions: list, completion_ids: list, scores) -> None:
         """After TRL scored a generation batch, in training and in eval sampling, and for each batch of
@@ -309,6 +313,8 @@ def make(kwargs: dict, behaviours: list[Behaviour], share_prefix: bool = True):
     ``share_prefix``: its generation and its loss pass encode a batch's shared prompt prefix once (``prefix_shared``,
     ``prompt_shared``), and on a CPU TRL's fused head projects the scored positions only."""
     missing = [name for name in HOOKED if not hasattr(trainer_class().__base__, name)]
+    if missing:
+        behaviours = [b for b in behaviours if not b.optional]
     if behaviours and missing:
         newest = max(compat.tables())
         raise RunError(

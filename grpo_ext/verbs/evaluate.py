@@ -12,7 +12,6 @@ the command before a model loads, unless ``--force``.
 """
 
 import dataclasses
-import gc
 import json
 import tempfile
 import time
@@ -24,7 +23,7 @@ from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import exists, refuse_to_replace, write_atomic
 from grpo_ext.recipe import Model, Recipe, load
 from grpo_ext.results import preflight, report, scoring
-from grpo_ext.run import chat_tools, data, hardware, model_cache, models, rollouts, rundir, sampling
+from grpo_ext.run import chat_tools, data, hardware, heap, model_cache, models, rollouts, rundir, sampling
 
 FALLBACK_PROMPTS = 16
 SHOWN_PROMPTS = 3
@@ -131,7 +130,7 @@ def compare(recipe: Recipe, refs: list[str], log) -> dict:
             + f" ({report.sample_count(scores)}, {scores['seconds']} s)"
         )
         del model
-        gc.collect()
+        heap.release()  # the next model loads into the memory this one held
     first, *others = result["models"]
     result["comparisons"] = {ref: scoring.change(result["models"][first], result["models"][ref]) for ref in others}
     return result

@@ -13,7 +13,6 @@ the one with the highest pass rate of the recipe's first reward (the earliest am
 last one, paired by prompt.
 """
 
-import gc
 import hashlib
 import json
 import time
@@ -28,7 +27,7 @@ from grpo_ext.core.text import plural
 from grpo_ext.core.yaml_io import load_yaml
 from grpo_ext.recipe import Recipe, add_recipe_arguments, load
 from grpo_ext.results import plots, report, scoring
-from grpo_ext.run import hardware, rundir, sampling
+from grpo_ext.run import hardware, heap, rundir, sampling
 from grpo_ext.verbs import evaluate
 
 CURVE = "eval_curve"
@@ -95,7 +94,7 @@ def score_checkpoints(recipe: Recipe, run_dir: Path, dest: Path, log) -> dict:
         rates = ", ".join(f"{k} {v['pass_rate']}" for k, v in result["rewards"].items())
         log(f"eval {checkpoint.name}: pass rate {rates} ({result['samples']} samples, {result['seconds']} s)")
         del model
-        gc.collect()
+        heap.release()  # the next model loads into the memory this one held
     curve = {
         "run": str(run_dir),
         "recipe": str(recipe.path),

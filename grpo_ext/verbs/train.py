@@ -38,6 +38,7 @@ from grpo_ext.run import (
     dynamic,
     explore,
     hardware,
+    heap,
     launch,
     models,
     prefix_cache,
@@ -108,10 +109,10 @@ def train(
 
 
 def behaviours(recipe: Recipe) -> list:
-    """The GRPO behaviours TRL lacks that the recipe asks for, each a ``Behaviour`` the trainer calls at its hooks
-    (``run/trl_internals.py``), in the order it calls them."""
+    """The GRPO behaviours TRL lacks, each a ``Behaviour`` the trainer calls at its hooks (``run/trl_internals.py``), in
+    the order it calls them: freed memory handed back (every run; a no-op off a CPU), then those the recipe asks for."""
     groups = recipe.groups
-    found: list[Behaviour] = []
+    found: list[Behaviour] = [heap.ReleaseFreed()]  # first: before each loss pass, what the last one freed goes back
     if groups.skip_zero_advantage:
         found.append(skipping.SkipZeroAdvantage())
     if groups.dynamic_sampling:
@@ -752,6 +753,7 @@ def run(recipe: Recipe, prepared: rundir.Prepared, verbose: bool = False, callba
     try:
         check_rewards(r)
         r.summary["eval_before"] = (prepared.previous or {}).get("eval_before") or eval_pass(r, "before")
+        heap.release()  # what the eval's sampling freed, before the optimizer's state is allocated
         optimize(r)
         finish(r)  # inside: a reward that fails in the eval after is a failed run, recorded as one
     except KeyboardInterrupt:

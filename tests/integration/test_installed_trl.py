@@ -9,7 +9,7 @@ import dataclasses
 import pytest
 
 from grpo_ext.core.errors import RunError
-from grpo_ext.run import trainer, trl_internals
+from grpo_ext.run import heap, trainer, trl_internals
 from grpo_ext.run.trl_internals import Behaviour
 from grpo_ext.settings import compat
 
@@ -41,3 +41,6 @@ def test_a_trl_without_a_hooked_method_refuses_the_behaviours(name, monkeypatch)
 
     with pytest.raises(RunError, match=rf"GRPOTrainer has no {name}, where grpo_ext calls Quiet; install a tested TRL: pip"):
         trl_internals.make({}, [Quiet()])
+    # an optional behaviour (one that changes no result) is left out instead: the trainer is built, here from nothing
+    with pytest.raises(TypeError, match="model"):
+        trl_internals.make({}, [heap.ReleaseFreed()])

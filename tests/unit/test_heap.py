@@ -1,0 +1,93 @@
+"""Freed memory handed back to the system (``run/heap.py``), measured in this process's resident size."""
+
+import os
+import platform
+from types import SimpleNamespace
+
+import pytest
+
+from grpo_ext.run import heap
+from grpo_ext.run.trl_internals import Step
+
+glibc = pytest.mark.skipif(
+    platform.system() != "Linux" or platform.libc_ver()[0] != "glibc", reason="malloc_trim is glibc's, on Linux"
+)
+BLOCK = 64 * 1024  # under glibc's smallest mmap threshold (128 KiB): these come from the heap, never from mmap
+BLOCKS = 2400  # 150 MiB
+
+
+def resident() -> int:
+    """This process's resident size in bytes."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def freed_in_the_heap() -> list:
+    """Fill 150 MiB of heap blocks, each followed by a small block that stays, then free the large ones: the holes
+    stay resident, as a micro-batch's activations do between the optimizer's tensors. Returns the small blocks."""
+    heap.release()  # start from a heap with nothing free to give back
+    large, kept = [], []
+    for _ in range(BLOCKS):
+        large.append(bytearray(b"x") * BLOCK)  # written, so every page is resident
+        kept.append(bytearray(b"y") * 1024)  # over pymalloc's 512 bytes: from the same heap, between the large ones
+    del large
+    return kept
+
+
+def step_on(device: str) -> Step:
+    return Step(trainer=SimpleNamespace(accelerator=SimpleNamespace(device=SimpleNamespace(type=device))), metrics={})
+
+
+@glibc
+def test_release_hands_back_what_the_heap_holds_freed(monkeypatch):
+    monkeypatch.delenv(heap.OFF, raising=False)
+    heap._malloc_trim.cache_clear()
+    kept = freed_in_the_heap()
+    before = resident()
+    assert heap.release() is True
+    assert before - resident() > BLOCKS * BLOCK // 2, "most of the freed 150 MiB should leave the resident size"
+    del kept
+
+
+@glibc
+def test_the_loss_pass_on_a_cpu_runs_after_the_release_and_returns_its_loss(monkeypatch):
+    monkeypatch.delenv(heap.OFF, raising=False)
+    heap._malloc_trim.cache_clear()
+    kept = freed_in_the_heap()
+    seen = []
+
+    def loss(inputs):
+        seen.append(resident())
+        return inputs["x"] * 2
+
+    before = resident()
+    assert heap.ReleaseFreed().on_loss(step_on("cpu"), None, {"x": 21}, loss) == 42
+    assert before - seen[0] > BLOCKS * BLOCK // 2
+    batch = {"completion_ids": [1]}
+    assert heap.ReleaseFreed().on_batch(step_on("cpu"), batch) is batch
+    del kept
+
+
+@glibc
+def test_on_an_accelerator_and_when_turned_off_nothing_is_handed_back(monkeypatch):
+    heap._malloc_trim.cache_clear()
+    kept = freed_in_the_heap()
+    before = resident()
+    assert heap.ReleaseFreed().on_loss(step_on("cuda"), None, {}, lambda inputs: 0.0) == 0.0
+    assert abs(resident() - before) < BLOCKS * BLOCK // 4, "an accelerator's run keeps the CPU heap as it is"
+    monkeypatch.setenv(heap.OFF, "0")
+    heap._malloc_trim.cache_clear()
+    try:
+        assert heap.release(collect=False) is False
+        assert abs(resident() - before) < BLOCKS * BLOCK // 4
+    finally:
+        monkeypatch.delenv(heap.OFF)
+        heap._malloc_trim.cache_clear()
+    del kept
+
+
+def test_a_behaviour_that_changes_no_result_is_optional_and_the_others_are_not():
+    from grpo_ext.run import dynamic, rollouts, skipping
+
+    assert heap.ReleaseFreed.optional is True
+    assert not any(b.optional for b in (skipping.SkipZeroAdvantage(), dynamic.DynamicSampling(2), rollouts.DroppedResults()))

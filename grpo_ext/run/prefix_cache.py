@@ -17,6 +17,7 @@ import contextlib
 import functools
 import inspect
 from collections.abc import Iterator
+from typing import Any
 
 # Below this many shared tokens the saving is too small to be worth a second forward call: a chat template's own
 # header and a short system prompt stay on generate()'s path.
@@ -96,8 +97,29 @@ def _preallocated(model, output, rows: int, width: int, config):
     if len(getattr(cache, "layers", ())) != len(getattr(head, "layers", ())):
         return None
     for mine, theirs in zip(cache.layers, head.layers, strict=True):
-        mine.update(theirs.keys.expand(rows, -1, -1, -1), theirs.values.expand(rows, -1, -1, -1))
+        keys = theirs.keys.to(theirs.values.dtype)
+        mine.update(keys.expand(rows, -1, -1, -1), theirs.values.expand(rows, -1, -1, -1))
+        if keys.dtype != theirs.keys.dtype:
+            _narrowed(mine)
     return cache
+
+
+def _narrowed(layer) -> None:
+    """A layer of a cache whose keys are kept in the values' precision. Under autocast the keys leave the rotary
+    embedding in float32 and the values leave their projection in bfloat16, and the attention (autocast's
+    ``scaled_dot_product_attention``, or eager attention's matmuls) reads both in bfloat16: keys stored so are read
+    the same, take half the memory, and are not cast again at every step. Each step's new keys are cast as they come
+    in (a static layer copies them into place, and copies only between tensors of one type)."""
+    layer.__class__ = _narrowing(layer.__class__)  # not a closure kept on the layer: a cycle would outlive the call
+
+
+@functools.cache
+def _narrowing(layer_class: Any) -> Any:
+    class Narrowed(layer_class):
+        def update(self, key_states, value_states, *args, **kwargs):
+            return super().update(key_states.to(value_states.dtype), value_states, *args, **kwargs)
+
+    return Narrowed
 
 
 def _cache_of(output):

@@ -2,6 +2,9 @@
 same tokens as generate() on the left-padded batch (greedy), directly and through TRL's generation of a GRPO batch;
 a short shared prefix is left to generate()."""
 
+import gc
+import weakref
+
 import pytest
 import torch
 from datasets import Dataset
@@ -26,10 +29,13 @@ def _left_padded(rows: list[list[int]], pad: int):
 
 
 @pytest.mark.parametrize("shared", [prefix_cache.MIN_SHARED + 16, prefix_cache.MIN_SHARED - 1])
-@pytest.mark.parametrize("given", ["keywords", "generation_config"])
+@pytest.mark.parametrize("given", ["keywords", "generation_config", "generation_config under autocast"])
 def test_the_same_greedy_tokens_with_the_prefix_encoded_once(tiny_model, shared, given):
     """Greedy tokens alike with the prefix encoded once; given a generation config with a token budget (as TRL gives
-    it), the rows go on from a cache allocated once for the call (a StaticCache), else from a growing one."""
+    it), the rows go on from a cache allocated once for the call (a StaticCache), else from a growing one. Under bf16
+    autocast (a CPU run's bf16) that cache keeps its keys in bfloat16, as the attention reads them."""
+    import contextlib
+
     from transformers import GenerationConfig, StaticCache
 
     model = AutoModelForCausalLM.from_pretrained(tiny_model, **compat.dtype_kwargs(torch.float32)).eval()
@@ -39,25 +45,39 @@ def test_the_same_greedy_tokens_with_the_prefix_encoded_once(tiny_model, shared,
     rows = [prefix + torch.randint(3, vocab, (n,), generator=g).tolist() for n in (3, 7, 1, 5)]
     ids, mask = _left_padded(rows, pad=0)
     settings = dict(max_new_tokens=12, do_sample=False, pad_token_id=0)
-    if given == "generation_config":
+    if given.startswith("generation_config"):
         settings = {"generation_config": GenerationConfig(**settings, disable_compile=True)}
-    caches: list = []
-    with torch.no_grad():
+    autocast = torch.autocast("cpu", dtype=torch.bfloat16) if "autocast" in given else contextlib.nullcontext()
+    caches: list = []  # (type, its layers' key types, weak references to it and its layers) of each call's cache
+
+    def record(_module, _args, kw):
+        cache = kw.get("cache", kw.get("past_key_values"))
+        layers = getattr(cache, "layers", [])
+        keys = {layer.keys.dtype for layer in layers if getattr(layer, "keys", None) is not None}
+        caches.append((type(cache), keys, [weakref.ref(x) for x in [cache, *layers] if x is not None]))
+
+    with torch.no_grad(), autocast:
         plain = model.generate(input_ids=ids, attention_mask=mask, **settings)[:, ids.shape[1] :]
         seen, handle = _forward_lengths(model)
-        types = model.register_forward_pre_hook(
-            lambda _m, _a, kw: caches.append(type(kw.get("cache", kw.get("past_key_values")))), with_kwargs=True
-        )
-        with prefix_cache.sharing(model):
-            ours = model.generate(input_ids=ids, attention_mask=mask, **settings)[:, ids.shape[1] :]
+        types = model.register_forward_pre_hook(record, with_kwargs=True)
+        gc.disable()  # a cache the call allocates is gone when the call returns, not left for the cycle collector
+        try:
+            with prefix_cache.sharing(model):
+                ours = model.generate(input_ids=ids, attention_mask=mask, **settings)[:, ids.shape[1] :]
+            alive = [c[:2] for c in caches if any(ref() is not None for ref in c[2])]
+        finally:
+            gc.enable()
         handle.remove()
         types.remove()
     assert torch.equal(ours, plain)
+    assert not alive, alive
     if shared >= prefix_cache.MIN_SHARED:
         # the prefix once, then each row from its own tokens (7, the longest, with the padding after the prefix)
         assert seen[:2] == [(1, shared), (4, 7)], seen[:3]
-        preallocated = given == "generation_config" and prefix_cache.checkpoints_with_a_cache()
-        assert (caches[1] is StaticCache) == preallocated, caches[:3]
+        preallocated = given.startswith("generation_config") and prefix_cache.checkpoints_with_a_cache()
+        assert issubclass(caches[1][0], StaticCache) == preallocated, caches[:3]
+        if preallocated:
+            assert caches[1][1] == {torch.bfloat16 if "autocast" in given else torch.float32}, caches[1]
     else:
         assert seen[0] == (4, ids.shape[1]), seen[:3]  # generate() as it is: the whole left-padded batch
     assert "generate" not in vars(model)  # the block's end gives the model its own generate back

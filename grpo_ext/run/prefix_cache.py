@@ -265,8 +265,10 @@ def _frozen(cache, rows: int | None):
     for layer in fixed.layers:
         layer.keys, layer.values = layer.keys.repeat_interleave(rows, 0), layer.values.repeat_interleave(rows, 0)
 
+    layers = fixed.layers  # not ``fixed``: a cache that reached itself through its update would outlive the step
+
     def update(keys, values, layer_idx, *args, **kwargs):
-        layer = fixed.layers[layer_idx]
+        layer = layers[layer_idx]
         return torch.cat([layer.keys, keys], dim=-2), torch.cat([layer.values, values], dim=-2)
 
     fixed.update = update

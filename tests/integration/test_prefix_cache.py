@@ -257,3 +257,23 @@ def test_the_run_line_says_where_the_shared_prompt_is_encoded_once(tiny_model, t
     )
     grpo.share_prefix = False
     assert trl_internals.sharing(grpo, 480) == "groups: each row's prompt is encoded whole (groups.share_prompt is off)"
+
+
+def test_a_frozen_cache_is_gone_once_let_go_of_without_the_cycle_collector():
+    """The loss pass's caches hold the shared prompt's keys and values, and through them its graph: one that reached
+    itself (an update closing over its own cache) stayed until the cycle collector ran, a step's prompt pass each."""
+    from transformers import DynamicCache
+
+    cache = DynamicCache()
+    for layer in range(2):
+        cache.update(torch.ones(1, 3, 5, 4, requires_grad=True), torch.ones(1, 3, 5, 4, requires_grad=True), layer)
+    gc.disable()
+    try:
+        fixed = prefix_cache._frozen(cache, 4)
+        keys, _ = fixed.update(torch.zeros(4, 3, 2, 4), torch.zeros(4, 3, 2, 4), 1)
+        assert keys.shape == (4, 3, 7, 4)
+        refs = [weakref.ref(fixed), *map(weakref.ref, fixed.layers)]
+        del fixed
+        assert all(ref() is None for ref in refs)
+    finally:
+        gc.enable()

@@ -15,12 +15,11 @@ from pathlib import Path
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import exists
 from grpo_ext.recipe import Recipe, load
+from grpo_ext.run import data
 
 
 def check_data(recipe: Recipe) -> None:
     """Read the recipe's local data files once, row by row; RecipeError names the first bad row's line."""
-    from grpo_ext.run import data  # here: a refused recipe never reads its rows, and needs no module that does
-
     try:
         data.check_files(recipe.data, recipe.base_dir)
     except RecipeError as exc:

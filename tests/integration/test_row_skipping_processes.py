@@ -134,7 +134,7 @@ def test_gradient_on_two_processes_equals_trls(tiny_model, tmp_path):
             assert found["skipped_rows"] == skipped, what
             # a process's loss is over the rows it computed, which may be the other's: the processes' sum is the same
             ours, theirs = (sum(seen_by[i]["loss"][k] for seen_by in both) for k in (0, 1))
-            assert abs(ours - theirs) <= 1e-6, (what, ours, theirs)
+            assert abs(ours - theirs) <= 1e-6 * max(1.0, abs(theirs)), (what, ours, theirs)  # float32 sums, other orders
             assert found["names"], what  # every weight has a gradient, as with TRL's loss
             assert found["worst"] <= 1e-6, (what, found["worst"])
             clipped = found["loss_type"] in ("grpo", "bnpo", "dr_grpo", "dapo", "luspo")  # TRL logs clip ratios

@@ -23,14 +23,16 @@ def resident() -> int:
 
 
 def freed_in_the_heap() -> list:
-    """Fill 150 MiB of heap blocks, each followed by a small block that stays, then free the large ones: the holes
-    stay resident, as a micro-batch's activations do between the optimizer's tensors. Returns the small blocks."""
+    """Fill 150 MiB of heap blocks, each followed by one of the same size that stays, then free the first of each
+    pair: the holes stay resident, as a micro-batch's activations do between the optimizer's tensors (neighbours that
+    stay keep them from merging into the heap's top, which the C library would hand back by itself). Returns the
+    blocks that stay."""
     heap.release()  # start from a heap with nothing free to give back
-    large, kept = [], []
+    freed, kept = [], []
     for _ in range(BLOCKS):
-        large.append(bytearray(b"x") * BLOCK)  # written, so every page is resident
-        kept.append(bytearray(b"y") * 1024)  # over pymalloc's 512 bytes: from the same heap, between the large ones
-    del large
+        freed.append(bytearray(b"x") * BLOCK)  # written, so every page is resident
+        kept.append(bytearray(b"y") * BLOCK)
+    del freed
     return kept
 
 

@@ -9,7 +9,7 @@ the resident size at a step's end fell from 3.4 to 2.2 GiB when that memory was 
 with both evals from 4.9 to 4.1 GiB (``docs/benchmarks/tool-generation.md``, "Memory the process kept").
 
 ``release`` hands it back (``malloc_trim``, which also returns the free pages inside the heap); ``ReleaseFreed`` does
-so before each micro-batch's loss pass and after each generation batch of a training run on a CPU.
+so, on a CPU, before each micro-batch's loss pass and after each generation batch (training's and the eval's).
 ``GRPO_EXT_TRIM_HEAP=0`` turns it off (to measure its cost); another C library than glibc has no such call, and
 nothing is done there.
 """
@@ -72,4 +72,4 @@ class ReleaseFreed(Behaviour):
 
 
 def _on_cpu(step: Step) -> bool:
-    return getattr(step.trainer.accelerator.device, "type", "cpu") == "cpu"
+    return step.trainer.accelerator.device.type == "cpu"

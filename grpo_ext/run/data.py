@@ -17,17 +17,18 @@ with the mixture's system prompt) and each source's own.
 Files stay in Arrow (``datasets``, memory-mapped), so a large file is not held twice in memory.
 """
 
+import statistics
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from grpo_ext import tools  # its modules load when a recipe has an environment (its __init__)
 from grpo_ext.core.errors import Loc, Problem, RecipeError, RunError, problem, where
-from grpo_ext.core.files import resolve_path
 from grpo_ext.core.text import first_line, listing, plural
 from grpo_ext.data import datafiles, examples, mixture
 from grpo_ext.recipe import Data, held_out_size
 from grpo_ext.recipe.agents import ROUTE
+from grpo_ext.recipe.files import data_path
 from grpo_ext.rewards.guard import missing_columns
 from grpo_ext.run import prefix_cache
 
@@ -61,40 +62,6 @@ def format_prompt(prompt, system_prompt: str | None, chat: bool, examples: list[
         return prompt if system_prompt is None else f"{system_prompt}\n\n{prompt}"
     messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
     return messages + list(examples or []) + [{"role": "user", "content": prompt}]
-
-
-def check_files(d: Data, base_dir: Path) -> None:
-    """Read each local data file of the recipe once, row by row; a bad row stops here, naming its line (before a
-    run directory is made or a model loads)."""
-    for i, source in enumerate(d.sources):
-        try:
-            check_files(d.alone(source), base_dir)
-        except RecipeError as exc:
-            raise RecipeError([mixture.within(p, i) for p in exc.found]) from None
-    # and below, the whole mixture's eval_file (a mixture's data section has no file or eval_split of its own)
-    splits: list[tuple[str, str | None]] = [("file", d.hub_split), ("eval_file", None)]
-    if d.eval_split:
-        splits.append(("file", d.eval_split))
-    for key, split in splits:
-        if _file(d, key):
-            path = _path(d, base_dir, key, split)
-            datafiles.scan(path, ("data", key), _rule(path, d, key), d.prompt_template)
-
-
-def _file(d: Data, key: str) -> str | None:
-    """``data.file`` or ``data.eval_file``."""
-    return d.file if key == "file" else d.eval_file
-
-
-def _path(d: Data, base_dir: Path, key: str, split: str | None) -> Path:
-    loc = ("data", "eval_split") if split and split == d.eval_split else ("data", key)
-    return datafiles.split_path(resolve_path(_file(d, key) or "", base_dir), split, loc)
-
-
-def _rule(path: Path, d: Data, key: str):
-    return datafiles.prompt_rule(
-        datafiles.columns(path, ("data", key)), d.prompt_template, d.prompt_column, f"data.{key} {path.name}"
-    )
 
 
 def _read(path: Path, loc: Loc):
@@ -149,7 +116,8 @@ def _train(d: Data, base_dir: Path, reward_funcs: list, environment: type | None
     from datasets import Dataset
 
     if d.file:
-        return _with_prompt(_read(_path(d, base_dir, "file", d.hub_split), ("data", "file")), d, f"data.file {Path(d.file).name}")
+        read = _read(data_path(d, base_dir, "file", d.hub_split), ("data", "file"))
+        return _with_prompt(read, d, f"data.file {Path(d.file).name}")
     if d.hub:
         named = f"data.hub {d.hub}"
         train = _with_prompt(_hub(d, d.hub_split), d, named)
@@ -182,12 +150,13 @@ def _eval(d: Data, base_dir: Path, reward_funcs: list, environment: type | None 
     if d.eval_prompts is not None:
         return [p if isinstance(p, dict) else {"prompt": p} for p in d.eval_prompts]
     if d.eval_file:
-        path = _path(d, base_dir, "eval_file", None)
+        path = data_path(d, base_dir, "eval_file", None)
         return _first(_with_prompt(_read(path, ("data", "eval_file")), d, f"data.eval_file {path.name}"), d.eval_size)
     if d.eval_split:
         named = f"data.eval_split {d.eval_split}"
         if d.file:
-            read = _read(_path(d, base_dir, "file", d.eval_split), ("data", f"eval_split {d.eval_split}"))  # named as its rows
+            # named as its rows
+            read = _read(data_path(d, base_dir, "file", d.eval_split), ("data", f"eval_split {d.eval_split}"))
             return _first(_with_prompt(read, d, named), d.eval_size)
         rows = _first(_with_prompt(_hub(d, d.eval_split), d, named), d.eval_size)
         described = f"the eval rows ({where((*at, 'eval_split'))} {d.eval_split})"
@@ -302,7 +271,7 @@ def _first_count(d: Data, base_dir: Path) -> int:
 
 
 def _count(d: Data, base_dir: Path, key: str, split: str | None) -> int:
-    return sum(1 for _ in datafiles.rows(_path(d, base_dir, key, split), ("data", key)))
+    return sum(1 for _ in datafiles.rows(data_path(d, base_dir, key, split), ("data", key)))
 
 
 def _counted(d: Data, base_dir: Path, eval_enabled: bool) -> tuple[int | None, int | None]:
@@ -484,8 +453,6 @@ def fit_prompts(
     ``completion`` tokens, exceeds the model's ``context``. Returns (train, eval rows, the longest kept prompt,
     notes with the prompt-length statistics and what was dropped, how many tokens every training prompt begins with
     alike)."""
-    import statistics  # here: validate imports this module for check_files, and needs no statistics
-
     lengths, shared = _lengths(train, tokenizer, tools)
     notes = []
     if lengths:

@@ -15,13 +15,13 @@ from pathlib import Path
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import exists
 from grpo_ext.recipe import Recipe, load
-from grpo_ext.run import data
+from grpo_ext.recipe.files import check_files
 
 
 def check_data(recipe: Recipe) -> None:
     """Read the recipe's local data files once, row by row; RecipeError names the first bad row's line."""
     try:
-        data.check_files(recipe.data, recipe.base_dir)
+        check_files(recipe.data, recipe.base_dir)
     except RecipeError as exc:
         raise RecipeError(exc.problems, str(recipe.path) if recipe.path else None) from None
 

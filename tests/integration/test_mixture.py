@@ -13,6 +13,7 @@ import yaml
 
 from grpo_ext import cli, recipe
 from grpo_ext.core.errors import RecipeError
+from grpo_ext.recipe.files import check_files
 from grpo_ext.run import data
 from tests.helpers import ROOT, TIMED, jsonl, minimal_recipe, run_command, tiny_doc, user
 
@@ -189,7 +190,7 @@ def test_held_out_rows_of_the_whole_mixture_and_of_its_sources(section, sources,
     with the mixture's system prompt, and each source's own, formatted with its own; never a training row."""
     write_two(tmp_path)
     d = recipe.validate({**minimal_recipe(), "data": {"system_prompt": "Be brief.", **section}}, tmp_path / "r.yaml").data
-    data.check_files(d, tmp_path)
+    check_files(d, tmp_path)
     rows = data.load(d, tmp_path, 0, [])
     assert Counter(r["source"] for r in rows.eval) == sources
     assert rows.notes[0].endswith(f"; {line}")
@@ -206,4 +207,4 @@ def test_a_bad_row_of_the_whole_mixtures_eval_file_is_named(tmp_path):
     section = {"eval_file": "held.jsonl", "mixture": [SUMS, PRODUCTS]}
     d = recipe.validate({**minimal_recipe(), "data": section}, tmp_path / "r.yaml")
     with pytest.raises(RecipeError, match=r"data\.eval_file: held\.jsonl, line 2: malformed JSON"):
-        data.check_files(d.data, tmp_path)
+        check_files(d.data, tmp_path)

@@ -108,4 +108,5 @@ def test_a_refused_recipe_loads_no_verb_it_does_not_run(timed, verb, digit_doc, 
     assert not [m for m in NOT_LOADED if m in loaded]
     assert not [m for m in ("hashlib", "zipfile", "tempfile", "platform", "statistics") if m in loaded]  # a run's
     assert not [m for m in own if m.startswith(NOT_OWN)]
+    assert not [m for m in own if m.startswith("grpo_ext.run")]  # the data files' check is the recipe layer's
     assert len(own) <= OWN_MODULES, f"{len(own)} of grpo_ext's modules: {own}"

@@ -110,9 +110,12 @@ def train(
 
 def behaviours(recipe: Recipe) -> list:
     """The GRPO behaviours TRL lacks, each a ``Behaviour`` the trainer calls at its hooks (``run/trl_internals.py``), in
-    the order it calls them: freed memory handed back (every run; a no-op off a CPU), then those the recipe asks for."""
+    the order it calls them: freed memory handed back (a run with a tool loop; a no-op off a CPU), then those the
+    recipe asks for."""
     groups = recipe.groups
-    found: list[Behaviour] = [heap.ReleaseFreed()]  # first: before each loss pass, what the last one freed goes back
+    found: list[Behaviour] = []
+    if recipe.agentic:  # first: before each loss pass, what the generation and the last one freed goes back
+        found.append(heap.ReleaseFreed())
     if groups.skip_zero_advantage:
         found.append(skipping.SkipZeroAdvantage())
     if groups.dynamic_sampling:

@@ -1,6 +1,6 @@
 """Training runs that the benchmarks race against each other, one per process.
 
-    python benchmarks/contestants.py NAME --max-steps N [--check-every K] [--launched T]
+    python benchmarks/contestants.py NAME --max-steps N [--check-every K] [--launched T] [--recipe NAME] [--anatomy]
 
 NAME is one of:
   seed   the tutorial's training script as written (Chinese plain-text prompts, strict 0/1 reward,
@@ -9,7 +9,8 @@ NAME is one of:
   plain  a plain-TRL script: English chat prompts, the partial-credit digit reward, TRL's defaults
          apart from 16 completions of 8 tokens per step, learning rate 1e-5, one log line per step.
   ours   grpo_ext with the shipped recipes/digit.yaml (its own before/after eval off: the race's
-         checks below replace it for every contestant alike).
+         checks below replace it for every contestant alike), or with the recipe --recipe names
+         (e.g. arith-tools; the checks then still score the digit task, so leave --check-every at 0).
   same   plain TRL with exactly the GRPOConfig that grpo_ext builds from recipes/digit.yaml.
 
 Every contestant gets the same callback: every K steps it samples 8 completions for each held-out
@@ -200,6 +201,7 @@ def main() -> None:
         help="extra recipe override for 'ours' (e.g. training.bf16=true); repeatable",
     )
     p.add_argument("--anatomy", action="store_true", help="split each step's time into its phases")
+    p.add_argument("--recipe", default="digit", help="the recipe 'ours' trains (a shipped name or a file)")
     args = p.parse_args()
     launched = args.launched or time.time()
     record = {
@@ -262,7 +264,7 @@ def main() -> None:
                 *args.set,
             ]
             try:
-                grpo_ext.train("digit", overrides, callbacks=[cb, *extra])
+                grpo_ext.train(args.recipe, overrides, callbacks=[cb, *extra])
             except grpo_ext.RecipeError as exc:
                 raise SystemExit("\n".join(exc.lines())) from None
             except grpo_ext.RunError as exc:

@@ -7,7 +7,16 @@ from pathlib import Path
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import resolve_path
 from grpo_ext.data import datafiles, mixture
-from grpo_ext.recipe.checked import Data
+from grpo_ext.recipe.checked import Data, Recipe
+
+
+def check_recipe_files(recipe: Recipe) -> None:
+    """``check_files`` for a loaded recipe, its problems named with the recipe's file: what ``validate`` and
+    ``train --dry-run`` check of the data before they say a recipe is valid."""
+    try:
+        check_files(recipe.data, recipe.base_dir)
+    except RecipeError as exc:
+        raise RecipeError(exc.problems, str(recipe.path) if recipe.path else None) from None
 
 
 def check_files(d: Data, base_dir: Path) -> None:

@@ -278,7 +278,7 @@ def _check_hold_out(d: Section, training: Training, base_dir: Path) -> list[Prob
     try:
         path = datafiles.split_path(resolve_path(d["file"], base_dir), d["hub_split"], ("data", "hub_split"))
         rows = sum(1 for _ in datafiles.rows(path, ("data", "file")))
-    except RecipeError:  # a file that cannot be read: its own check (train.check_data) names the row
+    except RecipeError:  # a file that cannot be read: its own check (recipe/files.check_recipe_files) names the row
         return []
     size, key = held_out_size(d["eval_size"], d["eval_fraction"], rows)
     prompts, completions, group = batch

@@ -38,10 +38,11 @@ from grpo_ext.core.files import exists, refuse_to_replace, resolve_path, write_a
 from grpo_ext.core.text import plural, suggest
 from grpo_ext.data import datafiles
 from grpo_ext.recipe import Data, Recipe, absolute_path, add_recipe_arguments, load
+from grpo_ext.recipe.files import check_recipe_files
 from grpo_ext.results import plots, scoring
 from grpo_ext.run import chat_tools, data, hardware, models, rollouts, sampling, shares
 from grpo_ext.settings.limits import MAX_BATCH
-from grpo_ext.verbs import evaluate, train
+from grpo_ext.verbs import evaluate
 
 K = 8
 KEEP = (0.1, 0.9)
@@ -411,7 +412,7 @@ def filter_rows(
     reward = _reward(recipe, reward)
     dest = Path(out).expanduser() if out else default_out(recipe)
     _check_out(dest, _data_path(recipe.data, recipe.base_dir), force)
-    train.check_data(recipe)  # every row of a local data file, before anything heavy is imported
+    check_recipe_files(recipe)  # every row of a local data file, before anything heavy is imported
     console.quiet_third_parties(verbose)
     train_set = _training_rows(recipe)
     funcs = dict(zip(recipe.reward_names, recipe.reward_funcs, strict=True))  # a factory that refuses its args: here

@@ -29,6 +29,7 @@ from grpo_ext.core.text import plural
 from grpo_ext.core.yaml_io import load_yaml
 from grpo_ext.data import examples, mixture
 from grpo_ext.recipe import Data, Recipe, agents, changed_keys, quick
+from grpo_ext.recipe.files import check_recipe_files
 from grpo_ext.results import preflight, report, scoring, watchdog
 from grpo_ext.rewards import guard
 from grpo_ext.run import (
@@ -54,7 +55,6 @@ from grpo_ext.run import (
 from grpo_ext.run.trl_internals import Behaviour
 from grpo_ext.settings import adapters, advice, compat, model_names, variants
 from grpo_ext.verbs.train_command import recipe_for
-from grpo_ext.verbs.validate import check_data  # the rows validate reads, read before a run
 
 
 def train(
@@ -84,7 +84,7 @@ def train(
         missing = adapters.missing_packages(recipe.model.lora, recipe.model.quantization)
         if missing:
             raise RecipeError(missing, str(recipe.path))
-        check_data(recipe)  # a bad row of a data file stops here, before output_dir
+        check_recipe_files(recipe)  # a bad row of a data file stops here, before output_dir
         recipe.build_rewards()  # so does a user's reward factory that refuses its args: it first runs here
         for reward in recipe.reward_funcs:  # a reward that is a service (a judge) answers once before the model loads
             if reward.info.preflight is not None:
@@ -243,7 +243,9 @@ def _eval_prompts(d: Data) -> str:
 
 
 def dry_run(recipe: Recipe) -> None:
-    """Print what a run of ``recipe`` would do: model, rewards, data, the effective GRPOConfig. Loads no weights."""
+    """Print what a run of ``recipe`` would do: model, rewards, data, the effective GRPOConfig. Loads no weights. A bad
+    row of a local data file is refused here, as ``validate`` and a run refuse it."""
+    check_recipe_files(recipe)
     kwargs, notes, passed = trainer.config_kwargs(recipe)
     source = model_names.resolve(recipe.model.name, recipe.base_dir)
     cached = model_names.checkpoint_dir(source)

@@ -4,7 +4,7 @@
     grpo_ext.load_recipe("my.yaml", ["training.max_steps=5"])             # one recipe's rules, from Python
 
 Each file is loaded with the same overrides, under every rule ``train`` applies (``recipe/validate.py``), and every
-row of its local data files is read once (``check_data``), so a recipe that validates is one that ``train`` takes.
+row of its local data files is read once (``recipe/files.py``), so a recipe that validates is one that ``train`` takes.
 Nothing heavy is imported: no torch, transformers or trl, and no other command's module.
 """
 
@@ -14,16 +14,8 @@ from pathlib import Path
 
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import exists
-from grpo_ext.recipe import Recipe, load
-from grpo_ext.recipe.files import check_files
-
-
-def check_data(recipe: Recipe) -> None:
-    """Read the recipe's local data files once, row by row; RecipeError names the first bad row's line."""
-    try:
-        check_files(recipe.data, recipe.base_dir)
-    except RecipeError as exc:
-        raise RecipeError(exc.problems, str(recipe.path) if recipe.path else None) from None
+from grpo_ext.recipe import load
+from grpo_ext.recipe.files import check_recipe_files
 
 
 def cmd_validate(args: argparse.Namespace) -> None:
@@ -36,7 +28,7 @@ def cmd_validate(args: argparse.Namespace) -> None:
     failed = []
     for ref in files:
         try:
-            check_data(load(ref, overrides))  # every row of a local data file, too
+            check_recipe_files(load(ref, overrides))  # every row of a local data file, too
             print(f"{ref}: ok")
         except RecipeError as exc:
             for line in exc.lines():

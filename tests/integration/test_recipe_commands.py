@@ -55,6 +55,29 @@ NOT_LOADED += ("asyncio", "importlib.metadata", "multiprocessing", "socket", "su
 NOT_LOADED += ("fractions", "decimal")
 # logging: the command line's handler is installed when the first line is said (a third of a bare interpreter start)
 NOT_LOADED += ("logging",)
+
+
+@pytest.mark.parametrize("command", [["validate"], ["train", "--dry-run"]])
+def test_a_bad_row_of_the_users_data_file_is_refused_by_validate_and_the_dry_run_alike(command, tmp_path):
+    """A user's JSONL file whose second row's prompt is a number: ``validate`` and ``train --dry-run`` each print the
+    same one line naming the file and the line, and exit 2 (the dry run said the recipe was valid)."""
+    (tmp_path / "data.jsonl").write_text('{"prompt": "What is 2+2?", "answer": "4"}\n{"prompt": 5, "answer": "3"}\n')
+    recipe = tmp_path / "my.yaml"
+    recipe.write_text(
+        "model: {name: smollm2-135m-instruct}\ndata: {file: data.jsonl}\nrewards: [math_accuracy]\n"
+        "eval: {enabled: false}\noutput_dir: runs/mine\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "grpo_ext", command[0], str(recipe), *command[1:]], capture_output=True, text=True, cwd=tmp_path
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr == (
+        f"error: {recipe}: data.file: data.jsonl, line 2: prompt column 'prompt' holds int; "
+        "a prompt is text or a list of chat messages ({role, content})\n"
+    )
+    assert "effective GRPOConfig" not in proc.stdout
+
+
 # grpo_ext's modules loaded by a refused `validate` of the digit recipe: 43 (the front door, the validate verb, the
 # layers below that a recipe's rules read, and of the built-in rewards the two it names), 49 when the tools layer and
 # the sandbox under it loaded for every recipe, 58 when every built-in reward loaded with the registry, 94 when every

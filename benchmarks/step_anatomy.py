@@ -48,7 +48,8 @@ def main() -> None:
     contestants = [("plain TRL", "same", []), ("grpo_ext", "ours", [])]
     if args.recipe:
         contestants = [(name, "ours", [f"--recipe={name}", "health.preflight=off"]) for name in args.recipe]
-    contestants += [(label, "ours", [*contestants[-1][2], *sets]) for label, sets in args.candidate]
+    base = contestants[-1][2]  # a candidate is the last contestant with its overrides added
+    contestants += [(label, "ours", [*base, *sets]) for label, sets in args.candidate]
     phases: dict[str, list[dict]] = {label: [] for label, _, _ in contestants}
     steps: dict[str, list[float]] = {label: [] for label, _, _ in contestants}
     skipped: dict[str, list[float]] = {label: [] for label, _, _ in contestants}

@@ -4,3 +4,8 @@ trainer calls (row skipping, dynamic sampling, the tool results TRL drops, TIC-G
 loop (rollouts), sampling a model for an eval or the pre-flight (sampling) and their prompts shared among several
 processes (shares), the run directory, progress, the completions log, the end boost and the memory model. Imports
 ``recipe`` and the layers below."""
+
+from grpo_ext.core.deferred import defer_optional_libraries
+
+# before this layer's first import of trl or peft, which import bitsandbytes at their own import (see core.deferred)
+defer_optional_libraries()

@@ -25,6 +25,18 @@ def test_lora_recipe_validates_without_torch(digit_doc, write_recipe):
     assert proc.returncode == 0 and proc.stdout.strip() == "8", proc.stderr
 
 
+def test_a_run_without_quantization_never_runs_bitsandbytes_import():
+    """peft imports bitsandbytes at its own import, ~2 s of a run's start on a CPU; the run layer registers it to load
+    on first use (core/deferred.py), so a process that imports the trainer, TRL and peft has not run it."""
+    code = (
+        "import sys; from grpo_ext.run import trainer; import trl, peft; from trl import GRPOTrainer; "
+        "from peft import LoraConfig; import bitsandbytes; "
+        "print(sorted(m for m in sys.modules if m.startswith('bitsandbytes')))"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0 and proc.stdout.strip() == "['bitsandbytes']", proc.stderr
+
+
 def test_lora_keys_read_without_import_match_peft():
     from peft import LoraConfig, PeftConfig
 

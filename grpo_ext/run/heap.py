@@ -18,11 +18,12 @@ caches of every size leave holes the loss pass does not fill.
 nothing is done there.
 """
 
+import contextlib
 import ctypes
 import functools
 import gc
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from grpo_ext.run.trl_internals import Behaviour, Step
@@ -55,6 +56,25 @@ def release(collect: bool = True) -> bool:
         return False
     trim(0)
     return True
+
+
+@contextlib.contextmanager
+def objects_frozen() -> Iterator[None]:
+    """Keep what lives when a run starts (the libraries' modules, classes and functions: some 430,000 objects with
+    torch, transformers and TRL) out of the collector's scans for the run. Each full collection (``release``'s, and
+    accelerate's when the trainer frees its state) then scans what the run made: it took 0.28 s, three of them 0.83 s
+    of a 2.7 s run on the tiny model, each scanning the libraries again. What was garbage at the start is collected
+    first, so nothing is kept that would have been freed. A process that froze objects itself (``gc.freeze``) keeps
+    its own choice: the run freezes nothing more and thaws nothing."""
+    if gc.get_freeze_count():
+        yield
+        return
+    gc.collect()
+    gc.freeze()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
 
 
 class ReleaseFreed(Behaviour):

@@ -749,6 +749,11 @@ def _failure(run_dir: Path, exc: BaseException, unrecorded: OSError | None = Non
 def run(recipe: Recipe, prepared: rundir.Prepared, verbose: bool = False, callbacks: list | None = None) -> dict:
     """The four phases in order; a failure or an interrupt after the build is recorded in the run directory."""
     console.quiet_third_parties(verbose)
+    with heap.objects_frozen():
+        return _phases(recipe, prepared, callbacks)
+
+
+def _phases(recipe: Recipe, prepared: rundir.Prepared, callbacks: list | None) -> dict:
     try:
         r = build(recipe, prepared, callbacks)
     except Exception as exc:  # a full disk while it writes recipe.yaml or summary.json: one line too

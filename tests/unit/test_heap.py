@@ -1,7 +1,9 @@
 """Freed memory handed back to the system (``run/heap.py``), measured in this process's resident size."""
 
+import gc
 import os
 import platform
+import weakref
 from types import SimpleNamespace
 
 import pytest
@@ -106,3 +108,33 @@ def test_a_run_hands_freed_memory_back_at_each_step_only_with_a_tool_loop():
 
     assert trims("arith-tools") and trims("guess")
     assert not trims("arith") and not trims("digit")
+
+
+class Node:
+    """An object in a reference cycle: only the collector frees it."""
+
+    def __init__(self):
+        self.me = self
+
+
+def test_a_run_scans_only_what_it_made_and_thaws_what_it_froze():
+    """``objects_frozen``: the objects alive at a run's start are frozen for the run (a collection's scan skips them),
+    what was garbage then is collected first, and the process leaves as it came; one that froze objects itself keeps
+    them frozen and has nothing more frozen."""
+    gc.unfreeze()  # this worker's own freeze (tests/conftest.py), put back at the end
+    try:
+        alive, garbage = Node(), weakref.ref(Node())
+        with heap.objects_frozen():
+            assert garbage() is None, "garbage at the start was frozen, not collected"
+            frozen = gc.get_freeze_count()
+            assert frozen > 0
+            assert gc.collect() == 0 and gc.get_freeze_count() == frozen  # a run's own collection, alive stays frozen
+        assert gc.get_freeze_count() == 0 and alive.me is alive
+        gc.freeze()
+        frozen = gc.get_freeze_count()
+        Node()
+        with heap.objects_frozen():
+            assert gc.get_freeze_count() == frozen  # the process's choice: nothing more frozen, no collection first
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.freeze()

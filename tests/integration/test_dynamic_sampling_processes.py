@@ -11,8 +11,9 @@ import yaml
 from tests.helpers import resumable_doc
 from tests.integration.test_row_skipping_processes import launch
 
-# Each process builds the tiny model's trainer with dynamic sampling and scores its own generation batch (2 groups of
-# 4) through TRL's generation and the behaviours' hooks, then writes what came back and what was logged.
+# For each case in turn, each process builds the tiny model's trainer with dynamic sampling and scores its own
+# generation batch (2 groups of 4) through TRL's generation and the behaviours' hooks, then writes what came back and
+# what was logged: one launch for every case (a launch is most of a case's time: two processes importing TRL).
 WORKER = """
 import json, os, sys
 import torch
@@ -21,7 +22,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 from grpo_ext.run import dynamic, launch, trainer, trl_internals
 from grpo_ext.settings import compat
 
-model_dir, out, case = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+model_dir, out, cases = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 RANK = int(os.environ["RANK"])
 
 
@@ -32,29 +33,30 @@ def spread(prompts, completions, **kwargs):
     return [float(i % 2) if lively(i, p) else 1.0 for i, p in enumerate(prompts)]
 
 
-torch.manual_seed(0)
-model = AutoModelForCausalLM.from_pretrained(model_dir, **compat.dtype_kwargs(torch.float32))
-tokenizer = AutoTokenizer.from_pretrained(model_dir)
-args = dict(output_dir=out, per_device_train_batch_size=8, num_generations=4, max_completion_length=4, beta=0.0,
-            use_cpu=True, report_to="none", seed=3)
-grpo = trainer.make_trainer(model=model, reward_funcs=[spread], args=trainer.make_config(args),
-                            train_dataset=Dataset.from_dict({"prompt": [f"refill {i}" for i in range(5)]}),
-                            tokenizer=tokenizer, behaviours=[dynamic.DynamicSampling(case["rounds"])])
-grpo.model.train()
-rows = [{"prompt": p} for p in case["prompts"][RANK] for _ in range(4)]
-batch = trl_internals.sample_batch(grpo, rows)
-names = ["groups/dropped", "groups/extra_rounds", "groups/flat_kept", "groups/extra_seconds"]
-seen = {
-    "prompts": tokenizer.batch_decode(batch["prompt_ids"], skip_special_tokens=True),
-    "advantages": batch["advantages"].tolist(),
-    "tokens": int((batch["completion_mask"]).sum()),
-    "num_items_in_batch": int(batch["num_items_in_batch"]),
-    "metrics": {name: trl_internals.logged(grpo, name) for name in names},
-}
-with open(f"{out}/rank{RANK}.json", "w") as f:
-    json.dump(seen, f)
-del batch, grpo, model  # as a run ends (launch.close): the process group goes before the interpreter does
-launch.close(True)
+for number, case in enumerate(cases):
+    torch.manual_seed(0)
+    model = AutoModelForCausalLM.from_pretrained(model_dir, **compat.dtype_kwargs(torch.float32))
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    args = dict(output_dir=out, per_device_train_batch_size=8, num_generations=4, max_completion_length=4, beta=0.0,
+                use_cpu=True, report_to="none", seed=3)
+    grpo = trainer.make_trainer(model=model, reward_funcs=[spread], args=trainer.make_config(args),
+                                train_dataset=Dataset.from_dict({"prompt": [f"refill {i}" for i in range(5)]}),
+                                tokenizer=tokenizer, behaviours=[dynamic.DynamicSampling(case["rounds"])])
+    grpo.model.train()
+    rows = [{"prompt": p} for p in case["prompts"][RANK] for _ in range(4)]
+    batch = trl_internals.sample_batch(grpo, rows)
+    names = ["groups/dropped", "groups/extra_rounds", "groups/flat_kept", "groups/extra_seconds"]
+    seen = {
+        "prompts": tokenizer.batch_decode(batch["prompt_ids"], skip_special_tokens=True),
+        "advantages": batch["advantages"].tolist(),
+        "tokens": int((batch["completion_mask"]).sum()),
+        "num_items_in_batch": int(batch["num_items_in_batch"]),
+        "metrics": {name: trl_internals.logged(grpo, name) for name in names},
+    }
+    with open(f"{out}/case{number}-rank{RANK}.json", "w") as f:
+        json.dump(seen, f)
+    del batch, grpo, model
+launch.close(True)  # as a run ends: the process group goes before the interpreter does
 """
 
 CASES = [
@@ -68,13 +70,21 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("prompts, rounds, dropped, extra, flat_kept", CASES)
-def test_two_processes_refill_the_same_groups(tiny_model, tmp_path, prompts, rounds, dropped, extra, flat_kept):
-    (tmp_path / "worker.py").write_text(WORKER)
-    case = json.dumps({"prompts": prompts, "rounds": rounds})
-    proc = launch(str(tmp_path / "worker.py"), str(tiny_model), str(tmp_path), case, timeout=600)
+@pytest.fixture(scope="module")
+def refilled(tiny_model, tmp_path_factory):
+    """Every case of CASES, scored in one launch: the folder of its ``case{N}-rank{R}.json``."""
+    out = tmp_path_factory.mktemp("refilled")
+    (out / "worker.py").write_text(WORKER)
+    cases = json.dumps([{"prompts": prompts, "rounds": rounds} for prompts, rounds, *_ in CASES])
+    proc = launch(str(out / "worker.py"), str(tiny_model), str(out), cases, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    seen = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in (0, 1)]
+    return out
+
+
+@pytest.mark.parametrize("number", range(len(CASES)), ids=["rounds fill the batch", "a flat group fills it", "no flat group"])
+def test_two_processes_refill_the_same_groups(refilled, number):
+    prompts, rounds, dropped, extra, flat_kept = CASES[number]
+    seen = [json.loads((refilled / f"case{number}-rank{rank}.json").read_text()) for rank in (0, 1)]
     for rank, found in enumerate(seen):
         assert len(found["advantages"]) == 8, rank  # as many rows as it started with: two groups of 4
         assert found["metrics"]["groups/dropped"] == [dropped], rank

@@ -80,8 +80,11 @@ def figure(records: list[dict], title: str = "", beta: float | None = None):
     from matplotlib.figure import Figure
     from matplotlib.ticker import MaxNLocator
 
-    fig = Figure(figsize=(13, 7.5), layout="constrained")
+    fig = Figure(figsize=(13, 7.5))
     FigureCanvasAgg(fig)
+    # fixed margins, room for a y label of seven characters and a title line: drawn in 0.39 s where matplotlib's
+    # constrained layout, which measures every label first, took 0.71 s, a third of a short run's time in the tests
+    fig.subplots_adjust(left=0.05, right=0.99, bottom=0.065, top=0.9 if title else 0.94, wspace=0.22, hspace=0.32)
     axes = fig.subplots(2, 3).flatten()
     few = len(records) <= 40
 

@@ -26,8 +26,14 @@ console.show()
 TIERS = ("unit", "integration", "slow")  # the folders under tests/, each its own marker
 
 
+# Files whose tests each take 10 s or more (several processes, a server that stalls, the Hub unreachable): run first,
+# so that each worker ends on short files rather than one waiting for the other's last long one
+LONG = ("_processes.py", "test_sharding_cpu.py", "test_hub_unreachable.py", "test_judge", "test_notebook.py")
+
+
 def pytest_collection_modifyitems(config, items):
-    """Every test under tests/unit, tests/integration or tests/slow carries the marker of its folder."""
+    """Every test under tests/unit, tests/integration or tests/slow carries the marker of its folder; the files of
+    LONG go first (a stable sort: the order within a file, and of the other files, is kept)."""
     here = Path(__file__).resolve().parent
     for item in items:
         try:
@@ -36,6 +42,7 @@ def pytest_collection_modifyitems(config, items):
             continue
         if tier in TIERS:
             item.add_marker(tier)
+    items.sort(key=lambda item: not any(part in item.path.name for part in LONG))
 
 
 # sys.modules' size when this worker last froze what it holds

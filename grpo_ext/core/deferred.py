@@ -1,10 +1,10 @@
 """Optional libraries that another library imports at its own import, loaded when first used instead.
 
 peft imports bitsandbytes whenever it is installed (``peft/helpers.py``), and bitsandbytes' import loads torch's
-compiler, sympy and the Hub's client and looks for a kernel on the Hub: about 2 s of every run's start on a CPU, and a
-warning line, for a library that only a 4-bit model or an 8-bit optimizer calls. A library named here is registered
-without being run: ``import bitsandbytes`` returns at once, and the first attribute read of it runs its import, so a
-run that quantizes loads it as before (at its model load rather than at peft's import).
+compiler, sympy and the Hub's client and looks for a kernel on the Hub (a warning that ``--verbose`` shows): about 2 s
+of every run's start on a CPU, for a library that only a 4-bit model or an 8-bit optimizer calls. A library named here
+is registered without being run: ``import bitsandbytes`` returns at once, and the first attribute read of it runs its
+import, so a run that quantizes loads it as before (at its model load rather than at peft's import).
 """
 
 import importlib.util

@@ -25,16 +25,15 @@ def defer(name: str) -> bool:
     if spec is None or spec.loader is None:
         return False
     loader, module = spec.loader, importlib.util.module_from_spec(spec)
-    names = vars(module)
     # an import of one of a package's submodules reads the package's __path__ first: left unset until the package's
     # import runs, that read runs it, so that no submodule runs before the package's own setup (bitsandbytes registers
     # its kernels there)
-    path = names.pop("__path__", None)
+    path = vars(module).pop("__path__", None)
 
     def load(attr: str) -> object:
-        del names["__getattr__"]  # the module's own, once its import has run
+        vars(module).pop("__getattr__")  # the module's own, once its import has run
         if path is not None:
-            names["__path__"] = path
+            module.__path__ = path
         try:
             loader.exec_module(module)
         except BaseException:
@@ -42,7 +41,7 @@ def defer(name: str) -> bool:
             raise
         return getattr(module, attr)
 
-    names["__getattr__"] = load  # PEP 562: read only for a name the module lacks
+    vars(module).update(__getattr__=load)  # PEP 562: read only for a name the module lacks
     sys.modules[name] = module
     return True
 

@@ -145,13 +145,33 @@ def materialize(source: Source, log=console.say) -> str:
     return str(ckpt)
 
 
+# hub_cache_only's answers that a run asked for before its model load (``ask_early``), by (hub id, revision): each is
+# read once, by that load, so that the Hub is asked once a run and a later load asks again
+_EARLY: dict[tuple[str, str | None], bool] = {}
+
+
+def ask_early(source: Source, revision: str | None, log=console.say) -> None:
+    """Ask ``hub_cache_only`` now, before anything heavy loads: HubUnreachable stops the run here; the answer waits
+    for the model load's own call."""
+    if source.kind == "hub":
+        _EARLY[(source.ref, revision)] = hub_cache_only(source, revision, log)
+
+
+def forget_early() -> None:
+    """Drop the answers no model load read (a run that stopped before its load)."""
+    _EARLY.clear()
+
+
 def hub_cache_only(source: Source, revision: str | None, log=console.say) -> bool:
     """Whether ``from_pretrained`` must read the hub id ``source`` from the local Hugging Face cache alone: the Hub
     does not answer and the model is cached (said in one line). HubUnreachable if the Hub does not answer and the
     model is not cached. A Hub that answers, whatever it says, and huggingface_hub switched off (``HF_HUB_OFFLINE``:
-    it then reads its cache without asking) leave the load as it was: False."""
+    it then reads its cache without asking) leave the load as it was: False. An answer ``ask_early`` got for this
+    run is read instead of asking again."""
     if source.kind != "hub":
         return False
+    if (source.ref, revision) in _EARLY:
+        return _EARLY.pop((source.ref, revision))
     from huggingface_hub import constants, errors, get_hf_file_metadata, hf_hub_url, try_to_load_from_cache
 
     if constants.HF_HUB_OFFLINE:

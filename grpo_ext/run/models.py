@@ -50,6 +50,13 @@ def quantization_config(quant: str | None):
     )
 
 
+def ask_hub(model: Model, base_dir: Path, log=console.say) -> None:
+    """A hub id that the Hub cannot serve and the local Hugging Face cache lacks stops a run here (HubUnreachable, one
+    line), before torch loads and before output_dir is touched; ``load`` reads the answer rather than asking again.
+    Nothing is asked for another kind of model name."""
+    model_cache.ask_early(model_names.resolve(model.name, base_dir), model.revision, log)
+
+
 def load(model: Model, base_dir: Path, log=console.say):
     """Load (model, tokenizer, description) for the recipe's ``model:`` section: the base training starts from.
 

@@ -41,6 +41,7 @@ from grpo_ext.run import (
     hardware,
     heap,
     launch,
+    model_cache,
     models,
     prefix_cache,
     progress,
@@ -91,6 +92,7 @@ def train(
                 reward.info.preflight()
         resuming = True if resume else (False if overwrite else recipe.resume)  # --resume, or the recipe's resume
         launch.begin(recipe.training.effective("ddp_timeout"))  # several processes: a collective waits this long at most
+        models.ask_hub(recipe.model, recipe.base_dir, console.say if launch.is_main() else _silent)
         prepared = launch.on_main_first(lambda: _prepare(recipe, overwrite, resuming, accept_changes))
         summary = run(recipe, prepared, verbose, callbacks)
         completed = True
@@ -105,6 +107,7 @@ def train(
     finally:
         if prepared is not None and launch.is_main():
             rundir.discard_if_empty(prepared)  # lets go of the lock; a directory that got nothing is removed
+        model_cache.forget_early()
         launch.close(completed)
 
 

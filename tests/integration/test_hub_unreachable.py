@@ -133,3 +133,27 @@ def test_a_hub_id_with_the_hub_unreachable_is_one_line_at_once(workdir, silent_h
         assert reference.returncode == status, reference.stderr
         wait = model_cache.REACH_SECONDS + USER_AGENT_SECONDS if hub == "silent" else 0
         assert seconds < 1.5 * ref_seconds + wait, f"{seconds:.1f} s against {ref_seconds:.1f} s offline"
+
+
+def test_train_asks_the_hub_once_before_torch_loads(workdir):
+    """`grpo-ext train` asks the Hub about a hub id before anything heavy loads (``models.ask_hub``): one that is not
+    cached stops with its one line, torch not imported and no output_dir made; one that is cached trains, said once,
+    its model load reading the answer rather than asking again."""
+    env = {k: v for k, v in os.environ.items() if k not in HUB_SETTINGS}
+    env.update(PYTHONPATH=str(ROOT), NO_PROXY="127.0.0.1,localhost", HF_HOME=str(workdir / "hf"), HF_ENDPOINT=CLOSED_PORT)
+    recipe, out = str(workdir / "recipe.yaml"), workdir / "runs" / "digit"
+    code = (
+        "import sys; from grpo_ext import cli; rc = cli.main(sys.argv[1:]); "
+        "print('torch' in sys.modules, file=sys.stderr); sys.exit(rc)"
+    )
+    argv = [sys.executable, "-c", code, "train", recipe]
+    proc = subprocess.run([*argv, f"model.name={MISSING}"], capture_output=True, text=True, env=env, timeout=120)
+    assert proc.returncode == 1 and proc.stderr.splitlines()[-1] == "False", proc.stderr
+    assert proc.stderr.splitlines()[-2].startswith(f"error: model.name {MISSING!r}: not in the local Hugging Face cache")
+    assert not out.exists()
+    small = ["training.max_steps=1", "eval.enabled=false", "health.preflight=false"]
+    proc = subprocess.run([*argv, f"model.name={CACHED}", *small], capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    said = f"grpo_ext: model: the Hub at {CLOSED_PORT} could not be reached ({REFUSED}); loading {CACHED!r} from the local "
+    assert proc.stderr.splitlines().count(f"{said}Hugging Face cache") == 1, proc.stderr
+    assert (out / "final").is_dir()

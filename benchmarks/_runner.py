@@ -1,4 +1,5 @@
-"""Launch one contestant (benchmarks/contestants.py) in a fresh process, or N under accelerate, and read its result."""
+"""Launch one contestant (benchmarks/contestants.py) in a fresh process, or N under accelerate, and read its result;
+run any command to its end with its wall time and peak memory (``measured``)."""
 
 import json
 import os
@@ -11,6 +12,22 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+
+
+def measured(command: list[str], cwd: Path, label: str, env: dict | None = None) -> tuple[float, float]:
+    """Run ``command`` to its end, its output thrown away: (wall seconds, peak resident GiB, the child's own from
+    ``wait4``). A failure is SystemExit naming ``label``, the exit status and the last line the command wrote."""
+    with tempfile.TemporaryFile("w+") as err:
+        start = time.monotonic()
+        proc = subprocess.Popen(command, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        wall = time.monotonic() - start
+        if proc.returncode != 0:
+            err.seek(0)
+            tail = (err.read().strip().splitlines() or ["no output"])[-1]
+            raise SystemExit(f"error: {label} failed (exit {proc.returncode}): {tail}")
+    return wall, usage.ru_maxrss / 2**20  # KiB on Linux
 
 
 def accelerate(processes: int | None = None) -> list[str]:

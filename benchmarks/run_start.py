@@ -11,13 +11,13 @@ maximum resident size, from the operating system), then the medians and the rati
 """
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from _runner import measured
 
 HERE = Path(__file__).resolve().parent
 
@@ -26,16 +26,8 @@ def run(tree: Path, model: Path, out: Path, steps: int) -> tuple[float, float]:
     """One run's wall seconds and peak resident MiB."""
     command = [sys.executable, "-m", "grpo_ext.train", "recipes/digit.yaml", f"model.name={model}", f"output_dir={out}"]
     command += [f"training.max_steps={steps}", "eval.max_prompts=4", "--overwrite"]
-    with tempfile.TemporaryFile("w+") as err:
-        started = time.monotonic()
-        proc = subprocess.Popen(command, cwd=tree, stdout=subprocess.DEVNULL, stderr=err)
-        _, status, usage = os.wait4(proc.pid, 0)  # the child's own accounting: its peak resident size
-        seconds = time.monotonic() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        if proc.returncode != 0:
-            err.seek(0)
-            raise SystemExit(f"{tree}: the run failed:\n{err.read()[-2000:]}")
-    return seconds, usage.ru_maxrss / 1024  # KiB on Linux
+    seconds, gib = measured(command, tree, str(tree))
+    return seconds, gib * 1024
 
 
 def main() -> None:

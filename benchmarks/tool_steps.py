@@ -20,15 +20,14 @@ import json
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
+from _runner import measured  # noqa: E402
 from seeds import candidate  # noqa: E402  benchmarks/seeds.py: 'LABEL: key=value ...'
 
 
@@ -38,23 +37,13 @@ def run(recipe: str, overrides: list[str], steps: int) -> dict:
         out = Path(scratch) / "run"
         cmd = [sys.executable, "-m", "grpo_ext.train", recipe, f"training.max_steps={steps}", "eval.enabled=false"]
         cmd += ["health.preflight=off", f"output_dir={out}", "training.save_strategy=no", "save_final=false", *overrides]
-        start = time.monotonic()
-        with open(Path(scratch) / "stderr", "w+") as err:
-            proc = subprocess.Popen(
-                cmd, cwd=ROOT, env={**os.environ, "HF_HUB_OFFLINE": "1"}, stdout=subprocess.DEVNULL, stderr=err
-            )
-            _, status, usage = os.wait4(proc.pid, 0)
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            wall = time.monotonic() - start
-            err.seek(0)
-            if proc.returncode != 0:
-                tail = (err.read().strip().splitlines() or ["no output"])[-1]
-                raise SystemExit(f"error: {recipe} {' '.join(overrides)} failed (exit {proc.returncode}): {tail}")
+        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        wall, rss = measured(cmd, ROOT, f"{recipe} {' '.join(overrides)}", env)
         seconds = [
             r["train_seconds"] for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if "train_seconds" in r
         ]
     timed = [b - a for a, b in zip(seconds, seconds[1:], strict=False)]
-    return {"step": statistics.fmean(timed), "wall": wall, "rss": usage.ru_maxrss / 2**20}
+    return {"step": statistics.fmean(timed), "wall": wall, "rss": rss}
 
 
 def main() -> None:

@@ -15,21 +15,21 @@ never change it in place.
 
 import copy
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 
-from grpo_ext import rewards
-from grpo_ext.core.errors import Problem, RecipeError, problem
+from grpo_ext.core.errors import Problem, RecipeError
 from grpo_ext.data import datafiles, generators, mixture
 from grpo_ext.recipe import agents
 from grpo_ext.recipe.read import absolute_path
-from grpo_ext.rewards.guard import Guarded, missing_columns
+from grpo_ext.recipe.rules import Passed, check, check_file
+from grpo_ext.recipe.training import Training
+from grpo_ext.rewards.guard import Guarded, guarded_rewards
 from grpo_ext.rewards.registry import Resolved
-from grpo_ext.settings import compat
 
 
 @dataclass(frozen=True)
@@ -230,26 +230,6 @@ class Named:
         return cls(entry["name"], entry.get("args") or {}, entry)
 
 
-@dataclass(frozen=True)
-class Training:
-    """``training:``: GRPOConfig keys by TRL's names (``settings`` holds those the recipe sets, ``algorithm:``'s
-    among them), checked against the installed TRL."""
-
-    settings: dict[str, Any]
-
-    def effective(self, key: str) -> Any:
-        """The value ``key`` has in a run: the recipe's, else grpo_ext's default, else TRL's default from the table."""
-        return compat.effective(self.settings, key)
-
-    def sets(self, key: str) -> bool:
-        """Whether the recipe (or its algorithm) sets ``key``."""
-        return key in self.settings
-
-    def replaced(self, **values: Any) -> "Training":
-        """The same keys with ``values`` set."""
-        return Training({**self.settings, **values})
-
-
 # the top-level keys that are sections of their own keys (TOP_LEVEL's "dict" kind), and their classes
 SECTION_CLASSES: dict[str, type] = {
     "model": Model,
@@ -411,27 +391,53 @@ class Recipe:
         return yaml.safe_dump(self.portable(), sort_keys=False, allow_unicode=True)
 
 
-def guarded_rewards(
-    entries: list[dict[str, Any]],
-    resolved: list[Resolved],
-    columns: dict[str, tuple[list[str] | None, str]],
-    problems: list[Problem],
-    *,
-    build: bool,
-) -> list[Guarded | None]:
-    """The rewards guarded under unique metric names, and a problem for each dataset column one of them needs that
-    its rows lack. A user's factory is called only with ``build``; without, its place holds None, checked later."""
-    if len(resolved) != len(entries):  # a reward that failed its own check is already a problem
-        return []
-    funcs = []
-    for r in resolved:
-        try:
-            funcs.append(r.build() if build or not r.deferred else None)
-        except RecipeError as exc:
-            problems.extend(exc.found)
-            funcs.append(None)
-    guarded = rewards.guard_all(entries, funcs)
-    for cols, rows in columns.values():
-        if cols is not None:
-            problems.extend(map(problem, missing_columns(guarded, cols, rows)))
-    return guarded
+def typed(passed: Passed) -> Recipe:
+    """The typed recipe of one that passed ``rules.check``."""
+    top, sections = passed.top, passed.sections
+    return Recipe(
+        model=build("model", sections["model"]),
+        data=build("data", sections["data"]),
+        rewards=[Reward(**entry) for entry in passed.rewards],
+        training=Training(passed.settings),
+        algorithm=top.get("algorithm"),
+        eval=build("eval", sections["eval"]),
+        health=build("health", sections["health"]),
+        explore=build("explore", sections["explore"]),
+        logging=build("logging", sections["logging"]),
+        groups=build("groups", sections["groups"]),
+        tools=[Named.of(entry) for entry in top.get("tools") or []],
+        environment=_environments(top.get("environment")),
+        output_dir=top["output_dir"],
+        seed=top["seed"],
+        resume=top["resume"],
+        save_final=top["save_final"],
+        path=passed.path,
+        base_dir=passed.base_dir,
+        given=passed.given,
+        resolved=passed.resolved,
+        origins=passed.origins,
+        columns=passed.columns,
+        reward_names=passed.reward_names,
+        tool_functions=passed.tool_functions,
+        environment_class=passed.environment_class,
+        environment_classes=passed.environment_classes,
+        _funcs=passed.funcs,
+    )
+
+
+def validate(doc: dict[str, Any], path: Path | None = None) -> Recipe:
+    """Check a recipe mapping (``rules.check``: every rule, every problem at once in a RecipeError) and return it
+    typed."""
+    return typed(check(doc, path))
+
+
+def load(ref: str, overrides: Sequence[str] | None = None) -> Recipe:
+    """Locate, read, override and validate a recipe (a file, or a shipped recipe by name)."""
+    return typed(check_file(ref, overrides or ()))
+
+
+def _environments(entry: Any) -> Named | dict[str, Named] | None:
+    """``environment:`` checked: one, several by name, or None."""
+    if agents.several(entry):
+        return {name: Named.of(one) for name, one in entry.items()}
+    return Named.of(entry) if entry else None

@@ -3,14 +3,17 @@ naming its line, before a run directory is made or a model loads. Here rather th
 the same files into datasets, so that checking a recipe imports nothing of the run layer."""
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import resolve_path
 from grpo_ext.data import datafiles, mixture
-from grpo_ext.recipe.checked import Data, Recipe
+
+if TYPE_CHECKING:  # a command reads the files once the recipe passed and is typed: checking it loads no typed class
+    from grpo_ext.recipe.checked import Data, Recipe
 
 
-def check_recipe_files(recipe: Recipe) -> None:
+def check_recipe_files(recipe: "Recipe") -> None:
     """``check_files`` for a loaded recipe, its problems named with the recipe's file: what ``validate`` and
     ``train --dry-run`` check of the data before they say a recipe is valid."""
     try:
@@ -19,7 +22,7 @@ def check_recipe_files(recipe: Recipe) -> None:
         raise RecipeError(exc.problems, str(recipe.path) if recipe.path else None) from None
 
 
-def check_files(d: Data, base_dir: Path) -> None:
+def check_files(d: "Data", base_dir: Path) -> None:
     """Read each local data file of the recipe once, row by row; a bad row stops here, naming its line (before a
     run directory is made or a model loads)."""
     for i, source in enumerate(d.sources):
@@ -37,18 +40,18 @@ def check_files(d: Data, base_dir: Path) -> None:
             datafiles.scan(path, ("data", key), _rule(path, d, key), d.prompt_template)
 
 
-def _file(d: Data, key: str) -> str | None:
+def _file(d: "Data", key: str) -> str | None:
     """``data.file`` or ``data.eval_file``."""
     return d.file if key == "file" else d.eval_file
 
 
-def data_path(d: Data, base_dir: Path, key: str, split: str | None) -> Path:
+def data_path(d: "Data", base_dir: Path, key: str, split: str | None) -> Path:
     """The path of ``data.file`` (``key`` "file", one ``split`` of it where given) or ``data.eval_file``."""
     loc = ("data", "eval_split") if split and split == d.eval_split else ("data", key)
     return datafiles.split_path(resolve_path(_file(d, key) or "", base_dir), split, loc)
 
 
-def _rule(path: Path, d: Data, key: str) -> tuple[str, object]:
+def _rule(path: Path, d: "Data", key: str) -> tuple[str, object]:
     return datafiles.prompt_rule(
         datafiles.columns(path, ("data", key)), d.prompt_template, d.prompt_column, f"data.{key} {path.name}"
     )

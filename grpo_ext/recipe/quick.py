@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from grpo_ext.core.text import plural
-from grpo_ext.recipe.checked import Data, Recipe, Training
+from grpo_ext.recipe.checked import Data, Recipe, validate
 from grpo_ext.recipe.read import apply_overrides, locate, parse_override, read_yaml
 from grpo_ext.recipe.schema import SCHEMA, TOP_LEVEL
-from grpo_ext.recipe.validate import validate
+from grpo_ext.recipe.training import Training
 
 # the pre-flight's prompts where a recipe sets none: the 8 groups its flat-share threshold was set on
 PREFLIGHT_PROMPTS = 8

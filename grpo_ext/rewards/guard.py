@@ -25,12 +25,13 @@ import os
 import sys
 import threading
 import time
+from typing import Any
 
 from grpo_ext.core import console
-from grpo_ext.core.errors import RunError
+from grpo_ext.core.errors import Problem, RecipeError, RunError, problem
 from grpo_ext.core.text import listing, shown
 from grpo_ext.rewards.api import RewardInfo, completion_text, describe
-from grpo_ext.rewards.registry import REGISTRY
+from grpo_ext.rewards.registry import REGISTRY, Resolved
 from grpo_ext.settings import compat
 
 ON_ERROR = ("fail", "skip")  # rewards[i].on_error: stop the run, or score the sample None
@@ -355,6 +356,32 @@ def missing_columns(funcs: list, columns: list[str], rows: str) -> list[str]:
                     f"add it to the data, or point the reward at a column they have"
                 )
     return problems
+
+
+def guarded_rewards(
+    entries: list[dict[str, Any]],
+    resolved: list[Resolved],
+    columns: dict[str, tuple[list[str] | None, str]],
+    problems: list[Problem],
+    *,
+    build: bool,
+) -> list[Guarded | None]:
+    """The rewards guarded under unique metric names, and a problem for each dataset column one of them needs that
+    its rows lack. A user's factory is called only with ``build``; without, its place holds None, checked later."""
+    if len(resolved) != len(entries):  # a reward that failed its own check is already a problem
+        return []
+    funcs = []
+    for r in resolved:
+        try:
+            funcs.append(r.build() if build or not r.deferred else None)
+        except RecipeError as exc:
+            problems.extend(exc.found)
+            funcs.append(None)
+    guarded = guard_all(entries, funcs)
+    for cols, rows in columns.values():
+        if cols is not None:
+            problems.extend(map(problem, missing_columns(guarded, cols, rows)))
+    return guarded
 
 
 def reward_meter(funcs: list):

@@ -1,20 +1,30 @@
 """The ``train`` command's parser and its check: ``grpo-ext train RECIPE ...`` reads and checks the recipe here, and
 only a recipe that passes loads the run's layers (``grpo_ext.verbs.train``, handed the recipe by ``cli.WORK``), so
-that a refused recipe costs what ``grpo-ext validate`` costs."""
+that a refused recipe costs what ``grpo-ext validate`` costs: it is checked (``recipe.check_file``) before it is typed
+(``recipe.typed``), and ``--quick``'s module loads only for ``--quick``."""
 
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from grpo_ext.recipe import Recipe, add_recipe_arguments, load, quick
+from grpo_ext import recipe as recipes
+from grpo_ext.recipe import add_recipe_arguments
+
+if TYPE_CHECKING:
+    from grpo_ext.recipe import Recipe
 
 
-def recipe_for(recipe: str | Path | Recipe, overrides: list[str] | tuple = (), quick_run: bool = False) -> Recipe:
+def recipe_for(recipe: "str | Path | Recipe", overrides: list[str] | tuple = (), quick_run: bool = False) -> "Recipe":
     """The recipe a run (or a dry run) takes: loaded with the ``overrides``, and with --quick's changes under them."""
-    if not quick_run:
-        return recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
-    return quick.again(recipe) if isinstance(recipe, Recipe) else quick.load(str(recipe), list(overrides))
+    if not isinstance(recipe, str | os.PathLike):  # a Recipe, already checked and typed
+        return recipes.quick.again(recipe) if quick_run else recipe
+    if quick_run:
+        return recipes.quick.load(str(recipe), list(overrides))
+    passed = recipes.check_file(str(recipe), list(overrides))  # before recipes.typed is read, which loads its module
+    return recipes.typed(passed)
 
 
-def check(args) -> Recipe:
+def check(args) -> "Recipe":
     """The command line's recipe, loaded and checked: RecipeError (exit 2) before any of the run's layers loads."""
     return recipe_for(args.recipe, args.overrides, args.quick)
 

@@ -3,7 +3,7 @@
     grpo-ext validate recipes/digit.yaml my.yaml training.max_steps=5    # every problem of every file; exit 2 if any
     grpo_ext.load_recipe("my.yaml", ["training.max_steps=5"])             # one recipe's rules, from Python
 
-Each file is loaded with the same overrides, under every rule ``train`` applies (``recipe/validate.py``), and every
+Each file is loaded with the same overrides, under every rule ``train`` applies (``recipe/rules.py``), and every
 row of its local data files is read once (``recipe/files.py``), so a recipe that validates is one that ``train`` takes.
 Nothing heavy is imported: no torch, transformers or trl, and no other command's module.
 """
@@ -12,9 +12,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from grpo_ext import recipe
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.files import exists
-from grpo_ext.recipe import load
 from grpo_ext.recipe.files import check_recipe_files
 
 
@@ -28,7 +28,8 @@ def cmd_validate(args: argparse.Namespace) -> None:
     failed = []
     for ref in files:
         try:
-            check_recipe_files(load(ref, overrides))  # every row of a local data file, too
+            passed = recipe.check_file(ref, overrides)  # before recipe.typed is read, which loads the typed classes
+            check_recipe_files(recipe.typed(passed))  # then every row of its local data files
             print(f"{ref}: ok")
         except RecipeError as exc:
             for line in exc.lines():

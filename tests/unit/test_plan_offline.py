@@ -8,8 +8,7 @@ import pytest
 import yaml
 
 from grpo_ext import cli
-from grpo_ext.recipe import validate
-from grpo_ext.recipe.load import load
+from grpo_ext.recipe import load, validate
 from grpo_ext.run import gpu_share, memory
 from grpo_ext.run.gpu_share import GIB, Launch
 from grpo_ext.settings import shapes

@@ -1,5 +1,6 @@
 """A recipe checked completely against the schema and the settings rules, all problems reported at once with their
-key paths, before torch, transformers or trl is imported; the result is a ``Recipe`` (``checked.py``).
+key paths, before torch, transformers or trl is imported: ``check`` returns what passed (``Passed``), which
+``checked.typed`` makes a ``Recipe``, so that a refused recipe never loads the typed recipe's module.
 
 The checks read the mapping as the file holds it: each section is first checked key by key (``_check_section``), and
 the rules across keys then run on what passed, also in a section where another key was refused, so that one round
@@ -7,9 +8,9 @@ reports every problem. Only a recipe without a problem is built into its typed s
 """
 
 import copy
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from grpo_ext import rewards
 from grpo_ext.core.errors import Loc, Problem, RecipeError, problem, where
@@ -18,8 +19,10 @@ from grpo_ext.core.text import clip, plural, shown, suggest
 from grpo_ext.core.values import coerce, kind_of, wrong_kind
 from grpo_ext.data import datafiles, examples, generators, mixture, verifiers_tasks
 from grpo_ext.recipe import agents
-from grpo_ext.recipe.checked import Named, Recipe, Reward, Training, build, guarded_rewards
+from grpo_ext.recipe.read import apply_overrides, locate, read_yaml
 from grpo_ext.recipe.schema import MIXTURE_SOURCE, SCHEMA, TOP_LEVEL, Spec
+from grpo_ext.recipe.training import Training
+from grpo_ext.rewards.guard import Guarded, guarded_rewards
 from grpo_ext.rewards.registry import Resolved
 from grpo_ext.settings import adapters, batch_rules, compat, model_names, output_dir, trackers, variants
 
@@ -513,11 +516,33 @@ def _build_rewards(entries: list[Section], base_dir: Path, problems: list[Proble
 SECTIONS = tuple(name for name in SCHEMA if name in TOP_LEVEL)
 
 
-def validate(doc: Section, path: Path | None = None) -> Recipe:
-    """Check a recipe mapping; return a Recipe or raise RecipeError listing every problem.
+class Passed(NamedTuple):
+    """A recipe that passed every check, as ``check`` leaves it: each top-level key and section checked with its
+    defaults filled in, and what checking found and built. ``checked.typed`` makes the ``Recipe`` of it."""
+
+    top: Section  # the top-level keys (sections as checked below, the others as given with their defaults)
+    sections: dict[str, Section]  # SECTIONS, each with every key
+    rewards: list[Section]  # rewards[i], each with every key (a verifiers taskset's added)
+    settings: Section  # training: as given, with algorithm:'s keys
+    given: Section  # the recipe as written, after overrides
+    path: Path | None
+    base_dir: Path
+    resolved: list[Resolved]
+    origins: dict[str, str]
+    columns: Columns
+    reward_names: list[str]
+    tool_functions: list[Any]
+    environment_class: type | None
+    environment_classes: dict[str, type]
+    funcs: list[Guarded] | None  # the guarded rewards, None while a user's factory waits to be called
+
+
+def check(doc: Section, path: Path | None = None) -> Passed:
+    """Check a recipe mapping; return what passed (``Passed``) or raise RecipeError listing every problem.
 
     Every rule a run depends on is here, so ``grpo-ext validate``, ``--dry-run`` and training accept
-    and refuse the same recipes.
+    and refuse the same recipes. Nothing here builds the typed recipe (``checked.py``): a refused recipe loads only
+    what checking it needs.
     """
     problems: list[Problem] = []
     source = str(path) if path else None
@@ -605,28 +630,15 @@ def validate(doc: Section, path: Path | None = None) -> Recipe:
     built = guarded_rewards(entries, resolved, columns, problems, build=False)
     if problems:
         raise RecipeError(problems, source)
-    checked = {name: value for name, value in sections.items() if value is not None}  # each one, as none was refused
     names = [_reward_name(r, f) for r, f in zip(resolved, built, strict=True)]
-    return Recipe(
-        model=build("model", checked["model"]),
-        data=build("data", checked["data"]),
-        rewards=[Reward(**entry) for entry in entries],
-        training=Training(settings or {}),
-        algorithm=top.get("algorithm"),
-        eval=build("eval", checked["eval"]),
-        health=build("health", checked["health"]),
-        explore=build("explore", checked["explore"]),
-        logging=build("logging", checked["logging"]),
-        groups=build("groups", checked["groups"]),
-        tools=[Named.of(entry) for entry in top.get("tools") or []],
-        environment=_environments(top.get("environment")),
-        output_dir=top["output_dir"],
-        seed=top["seed"],
-        resume=top["resume"],
-        save_final=top["save_final"],
+    return Passed(
+        top=top,
+        sections={name: value for name, value in sections.items() if value is not None},  # each one, as none was refused
+        rewards=entries,
+        settings=settings or {},
+        given=doc,
         path=path,
         base_dir=base_dir,
-        given=doc,
         resolved=resolved,
         origins=origins,
         columns=columns,
@@ -634,8 +646,14 @@ def validate(doc: Section, path: Path | None = None) -> Recipe:
         tool_functions=tools,
         environment_class=environment,
         environment_classes=classes,
-        _funcs=None if None in built else [f for f in built if f is not None],
+        funcs=None if None in built else [f for f in built if f is not None],
     )
+
+
+def check_file(ref: str, overrides: Sequence[str] = ()) -> Passed:
+    """Locate and read a recipe (a file, or a shipped recipe by name), apply the ``overrides``, and check it."""
+    path = locate(ref)
+    return check(apply_overrides(read_yaml(path), list(overrides)), path)
 
 
 def _taskset_rewards(data: Section, columns: Columns, entries: list[Section], problems: list[Problem]) -> list[Section]:
@@ -680,13 +698,6 @@ def _reward_name(r: Resolved, fn: Any) -> str:
     if r.name == verifiers_tasks.REWARD:
         return str(r.args.get("reward"))
     return f"{r.name}({_call_args(r.args)})"
-
-
-def _environments(entry: Any) -> Named | dict[str, Named] | None:
-    """``environment:`` checked: one, several by name, or None."""
-    if agents.several(entry):
-        return {name: Named.of(one) for name, one in entry.items()}
-    return Named.of(entry) if entry else None
 
 
 def _check_routes(

@@ -16,7 +16,7 @@ returns the same tokens either way (``tests/integration/test_prefix_cache.py``).
 import contextlib
 import functools
 import inspect
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # Below this many shared tokens the saving is too small to be worth a second forward call: a chat template's own
@@ -163,14 +163,71 @@ def backbone_of(model):
     return body if body is not None and body is not inner else None
 
 
+class StepHeads:
+    """The shared prompt prefixes of one optimizer step, each run through the model once for all the step's
+    micro-batches (the weights change only at the step's end). A micro-batch reads the prefix's keys and values (and
+    hidden states) as tensors of their own, so that its backward stops there and adds their gradient to what the
+    step's earlier micro-batches added; ``flush``, once the step's last micro-batch has run its backward, runs the
+    prefixes' backward once with those sums. The weights' gradients are the sum a backward of each micro-batch through
+    its own prefix pass gives (linear in the prefix's gradient), for one prefix pass instead of one a micro-batch."""
+
+    def __init__(self) -> None:
+        self._heads: dict[tuple, tuple[Any, list[tuple[Any, Any]]]] = {}  # key -> (output, [(computed, read)])
+
+    def head(self, key: tuple, compute: Callable[[], Any]) -> Any:
+        """The output of ``compute()`` (a forward over a prefix), computed at the first call with ``key`` since the
+        last flush; its cache's keys and values and its hidden states are the tensors the step's passes read."""
+        if key not in self._heads:
+            output = compute()
+            self._heads[key] = (output, _read_apart(output))
+        return self._heads[key][0]
+
+    def __len__(self) -> int:
+        return len(self._heads)
+
+    def clear(self) -> None:
+        """Let the prefixes go without their backward (a step that failed)."""
+        self._heads.clear()
+
+    def flush(self) -> None:
+        """Run the backward of each prefix held, with the gradient the step's micro-batches left on what they read,
+        then let the prefixes go."""
+        import torch
+
+        pairs = [pair for _, held in self._heads.values() for pair in held]
+        self._heads.clear()
+        roots = [(computed, read.grad) for computed, read in pairs if read.grad is not None]
+        if roots:
+            torch.autograd.backward([r for r, _ in roots], [g for _, g in roots])
+
+
+def _read_apart(output) -> list[tuple[Any, Any]]:
+    """Replace the keys and values of ``output``'s cache and its hidden states by tensors of their own (detached,
+    needing a gradient where the computed ones do): what each pass reads, as (computed, read) pairs."""
+    pairs = []
+
+    def apart(tensor):
+        read = tensor.detach().requires_grad_(tensor.requires_grad)
+        if tensor.requires_grad:
+            pairs.append((tensor, read))
+        return read
+
+    for layer in _cache_of(output).layers:
+        layer.keys, layer.values = apart(layer.keys), apart(layer.values)
+    output.last_hidden_state = apart(output.last_hidden_state)
+    return pairs
+
+
 @contextlib.contextmanager
-def sharing_prompt(backbone, prefix: list[int]) -> Iterator[None]:
+def sharing_prompt(backbone, prefix: list[int], heads: StepHeads | None = None) -> Iterator[None]:
     """For the length of the block, the backbone's forward over a batch of left-padded rows that each start with
     ``prefix`` (the loss pass's prompts and completions) runs the prefix once and the rest of each row from its keys
     and values. The hidden states it returns have every row's own tokens in the columns they had; the prefix's
     columns (prompt tokens, never scored) hold the prefix's states. The gradient through the prefix is the sum over
     the rows, as if each had computed it. A call it cannot reshape (another row, a cache, other inputs) runs as it is.
-    Under gradient checkpointing (``checkpointed``) each layer keeps only its input and runs again in the backward."""
+    Under gradient checkpointing (``checkpointed``) each layer keeps only its input and runs again in the backward.
+    With ``heads`` (a training step's, on a transformers with a cache of layer objects), the prefix's pass is the
+    step's, run at its first micro-batch and read by the others (``StepHeads``)."""
     original, own = backbone.forward, "forward" in vars(backbone)
     cache_name = _cache_name(backbone)  # read from the forward's own signature, before the swap below hides it
 
@@ -180,9 +237,9 @@ def sharing_prompt(backbone, prefix: list[int]) -> Iterator[None]:
             return original(*args, **kwargs)
         ids, mask, rest = reshaped
         if not _flagged(backbone):
-            return _forward_shared(original, cache_name, len(prefix), ids, mask, rest)
+            return _forward_shared(original, cache_name, len(prefix), ids, mask, rest, heads=heads)
         with checkpointed(backbone):
-            return _forward_shared(original, cache_name, len(prefix), ids, mask, rest, frozen=True)
+            return _forward_shared(original, cache_name, len(prefix), ids, mask, rest, frozen=True, heads=heads)
 
     backbone.forward = shared_forward
     try:
@@ -301,16 +358,29 @@ def _reshape(prefix: list[int], args: tuple, kwargs: dict):
     return new_ids, new_mask, others
 
 
-def _forward_shared(original, cache_name: str, k: int, ids, mask, others: dict, frozen: bool = False):
+def _forward_shared(
+    original, cache_name: str, k: int, ids, mask, others: dict, frozen: bool = False, heads: StepHeads | None = None
+):
     import torch
 
     others = {**others, "use_cache": True}
-    head = original(input_ids=ids[:1, :k], attention_mask=mask[:1, :k], **others)
-    if frozen:  # checkpointed layers run again in the backward: neither cache may grow when they do
+
+    def prefix_pass():
+        head = original(input_ids=ids[:1, :k], attention_mask=mask[:1, :k], **others)
+        if frozen:  # checkpointed layers run again in the backward: the prefix's cache may not grow when they do
+            _frozen(_cache_of(head), None)
+        return head
+
+    if heads is not None:  # the step's prefix pass, read by each micro-batch in a cache of its own
+        head = heads.head((tuple(ids[0, :k].tolist()), frozen, tuple(sorted(others))), prefix_pass)
+        cache = _frozen(_cache_of(head), ids.shape[0])
+    elif frozen:
+        head = original(input_ids=ids[:1, :k], attention_mask=mask[:1, :k], **others)
         head_cache = _cache_of(head)
         cache = _frozen(head_cache, ids.shape[0])
         _frozen(head_cache, None)
     else:
+        head = original(input_ids=ids[:1, :k], attention_mask=mask[:1, :k], **others)
         cache = _expanded_cache(head, ids.shape[0])
     positions = (mask.long().cumsum(-1) - 1).clamp(min=0)[:, k:]
     tail = original(input_ids=ids[:, k:], attention_mask=mask, position_ids=positions, **{cache_name: cache}, **others)

@@ -3,7 +3,7 @@
 GRPOTrainer has no public hook for what grpo_ext adds to a GRPO step (row skipping, dynamic sampling, counting the
 tool results TRL drops, capturing the eval's conversations, handing freed memory back), so the trainer here
 (``trainer_class``) overrides two of its private methods and ``compute_loss``, and calls each ``Behaviour`` of its
-list at its hook. Every other module reaches TRL's internals through this one; ``tests/unit/test_trl_internals.py``
+list at its hook; ``training_step`` (public too) ends an optimizer step's shared prompt pass (``step_shared``). Every other module reaches TRL's internals through this one; ``tests/unit/test_trl_internals.py``
 scans the package, the tests, the benchmarks and the scripts for a private name of TRL's used anywhere else, and
 checks that this table lists each one used here. A TRL release that moves one of them changes this module only
 (CONTRIBUTING.md, "Adding a TRL version").
@@ -144,6 +144,9 @@ def trainer_class():
     class Trainer(GRPOTrainer):
         behaviours: list | tuple = ()  # each instance's own list, set by ``make``; none while TRL's __init__ runs
         share_prefix = True  # set by ``make``: see prefix_shared and prompt_shared
+        step_heads: prefix_cache.StepHeads | None = None  # set by ``make``: the step's prefix passes (step_shared)
+        batch_prefix: list[int] | None = None  # the prompt tokens every row of the last training batch begins with
+        in_training_step = False  # the Trainer's training_step is running: a micro-batch whose backward it runs
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             def trl(batch):
@@ -172,19 +175,36 @@ def trainer_class():
 
         def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):
             trl = super()._get_per_token_logps_and_entropies
-            found = prompt_shared(self, model, input_ids, attention_mask, logits_to_keep, args, kwargs)
+            heads = step_shared(self, model)
+            found = prompt_shared(self, model, input_ids, attention_mask, logits_to_keep, args, kwargs, heads is not None)
             with contextlib.ExitStack() as stack:
                 if self.share_prefix:
                     stack.enter_context(_scored_positions_only())
                 if found is not None:
-                    stack.enter_context(prefix_cache.sharing_prompt(*found))
+                    stack.enter_context(prefix_cache.sharing_prompt(*found, heads=heads))
                 return trl(model, input_ids, attention_mask, logits_to_keep, *args, **kwargs)
+
+        def training_step(self, *args, **kwargs):
+            self.in_training_step = True
+            try:
+                loss = super().training_step(*args, **kwargs)
+            except BaseException:
+                if self.step_heads is not None:
+                    self.step_heads.clear()
+                raise
+            finally:
+                self.in_training_step = False
+            if self.step_heads is not None and self.accelerator.sync_gradients:  # the step's last micro-batch
+                self.step_heads.flush()  # before the Trainer clips the gradients and steps the optimizer
+            return loss
 
         def _generate_and_score_completions(self, inputs):
             batch = super()._generate_and_score_completions(inputs)
             step = _step(self)
             for behaviour in list(self.behaviours):
                 batch = behaviour.on_batch(step, batch)
+            if self.model.training:  # the rows the step trains on, as the behaviours left them
+                self.batch_prefix = _batch_prefix(batch)
             return batch
 
     return Trainer
@@ -252,11 +272,15 @@ def prefix_shared(trainer):
     return trainer.accelerator.unwrap_model(trainer.model_wrapped)
 
 
-def prompt_shared(trainer, model, input_ids, attention_mask, logits_to_keep, args: tuple, kwargs: dict):
+def prompt_shared(
+    trainer, model, input_ids, attention_mask, logits_to_keep, args: tuple, kwargs: dict, whole_batch: bool = False
+):
     """(the transformer body, the prompt prefix every row shares) where the loss pass can encode that prefix once
     (``run/prefix_cache.sharing_prompt``); None where it runs as TRL wrote it: where ``_loss_blocker`` says why,
     with images or a MoE's auxiliary loss, or fewer than ``prefix_cache.MIN_SHARED`` shared prompt tokens. The
-    prompt is what precedes the last ``logits_to_keep`` columns (TRL's completions), left-padded."""
+    prompt is what precedes the last ``logits_to_keep`` columns (TRL's completions), left-padded. With
+    ``whole_batch`` (the step's micro-batches share one prefix pass), the prefix is the one every row of the training
+    batch shares (``batch_prefix``) where these rows begin with it: one pass a step, not one a prompt."""
     if _loss_blocker(trainer) or args:
         return None
     extra = {k: v for k, v in kwargs.items() if k not in ("batch_size", "compute_entropy")}
@@ -268,7 +292,35 @@ def prompt_shared(trainer, model, input_ids, attention_mask, logits_to_keep, arg
     width = input_ids.shape[1] - int(logits_to_keep)
     rows = [ids[m.bool()].tolist() for ids, m in zip(input_ids[:, :width], attention_mask[:, :width], strict=True)]
     shared = prefix_cache.shared_length(rows)
+    common = trainer.batch_prefix if whole_batch else None
+    if common and prefix_cache.MIN_SHARED <= len(common) <= shared and rows[0][: len(common)] == common:
+        return backbone, common
     return (backbone, rows[0][:shared]) if shared >= prefix_cache.MIN_SHARED else None
+
+
+def step_shared(trainer, model) -> "prefix_cache.StepHeads | None":
+    """The step's prefix passes (``prefix_cache.StepHeads``) where a training micro-batch's loss pass reads its
+    shared prompt from them: inside the Trainer's ``training_step`` (which flushes them at the step's last
+    micro-batch; a loss computed and back-propagated elsewhere runs its own prefix pass), the gradient flows, one
+    process trains (on several, each micro-batch's backward is
+    what the processes average, and the prefixes' backward would come after), and transformers keeps a cache of
+    layer objects (4.56 and later). None elsewhere: the prefix is run once a micro-batch."""
+    import torch
+
+    if trainer.step_heads is None or not trainer.in_training_step or not torch.is_grad_enabled() or not model.training:
+        return None
+    if trainer.accelerator.num_processes != 1 or not prefix_cache.checkpoints_with_a_cache():
+        return None
+    return trainer.step_heads
+
+
+def _batch_prefix(batch: dict) -> list[int] | None:
+    """The prompt tokens every row of a generation batch begins with (None without TRL's ``prompt_ids``)."""
+    ids, mask = batch.get("prompt_ids"), batch.get("prompt_mask")
+    if ids is None or mask is None:
+        return None
+    rows = [row[m.bool()].tolist() for row, m in zip(ids, mask, strict=True)]
+    return rows[0][: prefix_cache.shared_length(rows)] if rows else None
 
 
 @contextlib.contextmanager
@@ -324,6 +376,7 @@ def make(kwargs: dict, behaviours: list[Behaviour], share_prefix: bool = True):
     trainer = trainer_class()(**kwargs)
     trainer.behaviours = list(behaviours)
     trainer.share_prefix = share_prefix
+    trainer.step_heads = prefix_cache.StepHeads() if share_prefix else None
     return trainer
 
 

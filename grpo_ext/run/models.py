@@ -17,7 +17,7 @@ from grpo_ext.core.errors import RecipeError, RunError
 from grpo_ext.core.files import exists
 from grpo_ext.core.yaml_io import load_yaml
 from grpo_ext.recipe import Model
-from grpo_ext.run import hardware, launch, model_cache
+from grpo_ext.run import hardware, heap, launch, model_cache
 from grpo_ext.settings import adapters, compat, model_names
 
 
@@ -82,6 +82,7 @@ def _load(where: str, section: Model, source: model_names.Source, cache_only: bo
     from the local Hugging Face cache, asking the Hub nothing."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    heap.bound_kernel_caches()  # before the model's first product on a CPU
     opts: dict[str, object] = {"trust_remote_code": section.trust_remote_code}
     if section.revision:
         opts["revision"] = section.revision

@@ -3,9 +3,10 @@
 GRPOTrainer has no public hook for what grpo_ext adds to a GRPO step (row skipping, dynamic sampling, counting the
 tool results TRL drops, capturing the eval's conversations, handing freed memory back), so the trainer here
 (``trainer_class``) overrides two of its private methods and ``compute_loss``, and calls each ``Behaviour`` of its
-list at its hook; ``training_step`` (public too) ends an optimizer step's shared prompt pass (``step_shared``). Every other module reaches TRL's internals through this one; ``tests/unit/test_trl_internals.py``
-scans the package, the tests, the benchmarks and the scripts for a private name of TRL's used anywhere else, and
-checks that this table lists each one used here. A TRL release that moves one of them changes this module only
+list at its hook; ``training_step`` (public too) ends an optimizer step's shared prompt pass (``step_shared``).
+Every other module reaches TRL's internals through this one; ``tests/unit/test_trl_internals.py`` scans the
+package, the tests, the benchmarks and the scripts for a private name of TRL's used anywhere else, and checks that
+this table lists each one used here. A TRL release that moves one of them changes this module only
 (CONTRIBUTING.md, "Adding a TRL version").
 
 | GRPOTrainer's | what grpo_ext uses it for | read on TRL |

@@ -128,7 +128,8 @@ def test_a_run_scans_only_what_it_made_and_thaws_what_it_froze():
             assert garbage() is None, "garbage at the start was frozen, not collected"
             frozen = gc.get_freeze_count()
             assert frozen > 0
-            assert gc.collect() == 0 and gc.get_freeze_count() == frozen  # a run's own collection, alive stays frozen
+            gc.collect()  # a run's own collection (another thread's garbage may be in it: not counted)
+            assert gc.get_freeze_count() == frozen  # alive stays frozen
         assert gc.get_freeze_count() == 0 and alive.me is alive
         gc.freeze()
         frozen = gc.get_freeze_count()

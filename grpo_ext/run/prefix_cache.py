@@ -374,14 +374,9 @@ def _forward_shared(
     if heads is not None:  # the step's prefix pass, read by each micro-batch in a cache of its own
         head = heads.head((tuple(ids[0, :k].tolist()), frozen, tuple(sorted(others))), prefix_pass)
         cache = _frozen(_cache_of(head), ids.shape[0])
-    elif frozen:
-        head = original(input_ids=ids[:1, :k], attention_mask=mask[:1, :k], **others)
-        head_cache = _cache_of(head)
-        cache = _frozen(head_cache, ids.shape[0])
-        _frozen(head_cache, None)
     else:
-        head = original(input_ids=ids[:1, :k], attention_mask=mask[:1, :k], **others)
-        cache = _expanded_cache(head, ids.shape[0])
+        head = prefix_pass()
+        cache = _frozen(_cache_of(head), ids.shape[0]) if frozen else _expanded_cache(head, ids.shape[0])
     positions = (mask.long().cumsum(-1) - 1).clamp(min=0)[:, k:]
     tail = original(input_ids=ids[:, k:], attention_mask=mask, position_ids=positions, **{cache_name: cache}, **others)
     states = torch.cat([head.last_hidden_state.expand(ids.shape[0], -1, -1), tail.last_hidden_state], dim=1)

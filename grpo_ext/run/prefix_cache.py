@@ -37,7 +37,8 @@ def shared_length(rows: list[list[int]]) -> int:
     return max(limit, 0)
 
 
-def _unpadded(input_ids, attention_mask) -> list[list[int]]:
+def unpadded(input_ids, attention_mask) -> list[list[int]]:
+    """Each row's tokens without its padding (those its attention mask leaves out)."""
     return [ids[mask.bool()].tolist() for ids, mask in zip(input_ids, attention_mask, strict=True)]
 
 
@@ -55,7 +56,7 @@ def generate(model, original, input_ids, attention_mask, **kwargs):
     cannot share: a batch of one, a short prefix, a cache already given, or inputs other than tokens."""
     import torch
 
-    rows = _unpadded(input_ids, attention_mask)
+    rows = unpadded(input_ids, attention_mask)
     shared = shared_length(rows)
     given = {"cache", "past_key_values", "cache_implementation", "num_return_sequences", "inputs_embeds"} & set(kwargs)
     other_inputs = any(isinstance(v, torch.Tensor) for v in kwargs.values())  # images, token types: rows of their own

@@ -291,7 +291,7 @@ def prompt_shared(
     if backbone is None:
         return None
     width = input_ids.shape[1] - int(logits_to_keep)
-    rows = [ids[m.bool()].tolist() for ids, m in zip(input_ids[:, :width], attention_mask[:, :width], strict=True)]
+    rows = prefix_cache.unpadded(input_ids[:, :width], attention_mask[:, :width])
     shared = prefix_cache.shared_length(rows)
     common = trainer.batch_prefix if whole_batch else None
     if common and prefix_cache.MIN_SHARED <= len(common) <= shared and rows[0][: len(common)] == common:
@@ -303,9 +303,9 @@ def step_shared(trainer, model) -> "prefix_cache.StepHeads | None":
     """The step's prefix passes (``prefix_cache.StepHeads``) where a training micro-batch's loss pass reads its
     shared prompt from them: inside the Trainer's ``training_step`` (which flushes them at the step's last
     micro-batch; a loss computed and back-propagated elsewhere runs its own prefix pass), the gradient flows, one
-    process trains (on several, each micro-batch's backward is
-    what the processes average, and the prefixes' backward would come after), and transformers keeps a cache of
-    layer objects (4.56 and later). None elsewhere: the prefix is run once a micro-batch."""
+    process trains (on several, each micro-batch's backward is what the processes average, and the prefixes'
+    backward would come after), and transformers keeps a cache of layer objects (4.56 and later). None elsewhere:
+    the prefix is run once a micro-batch."""
     import torch
 
     if trainer.step_heads is None or not trainer.in_training_step or not torch.is_grad_enabled() or not model.training:
@@ -320,7 +320,7 @@ def _batch_prefix(batch: dict) -> list[int] | None:
     ids, mask = batch.get("prompt_ids"), batch.get("prompt_mask")
     if ids is None or mask is None:
         return None
-    rows = [row[m.bool()].tolist() for row, m in zip(ids, mask, strict=True)]
+    rows = prefix_cache.unpadded(ids, mask)
     return rows[0][: prefix_cache.shared_length(rows)] if rows else None
 
 

@@ -45,7 +45,7 @@ def step_on(device: str) -> Step:
 @glibc
 def test_release_hands_back_what_the_heap_holds_freed(monkeypatch):
     monkeypatch.delenv(heap.OFF, raising=False)
-    heap._malloc_trim.cache_clear()
+    heap._libc.cache_clear()
     kept = freed_in_the_heap()
     before = resident()
     assert heap.release() is True
@@ -56,7 +56,7 @@ def test_release_hands_back_what_the_heap_holds_freed(monkeypatch):
 @glibc
 def test_the_loss_pass_on_a_cpu_runs_after_the_release_and_returns_its_loss(monkeypatch):
     monkeypatch.delenv(heap.OFF, raising=False)
-    heap._malloc_trim.cache_clear()
+    heap._libc.cache_clear()
     kept = freed_in_the_heap()
     seen = []
 
@@ -74,19 +74,19 @@ def test_the_loss_pass_on_a_cpu_runs_after_the_release_and_returns_its_loss(monk
 
 @glibc
 def test_on_an_accelerator_and_when_turned_off_nothing_is_handed_back(monkeypatch):
-    heap._malloc_trim.cache_clear()
+    heap._libc.cache_clear()
     kept = freed_in_the_heap()
     before = resident()
     assert heap.ReleaseFreed().on_loss(step_on("cuda"), None, {}, lambda inputs: 0.0) == 0.0
     assert abs(resident() - before) < BLOCKS * BLOCK // 4, "an accelerator's run keeps the CPU heap as it is"
     monkeypatch.setenv(heap.OFF, "0")
-    heap._malloc_trim.cache_clear()
+    heap._libc.cache_clear()
     try:
         assert heap.release(collect=False) is False
         assert abs(resident() - before) < BLOCKS * BLOCK // 4
     finally:
         monkeypatch.delenv(heap.OFF)
-        heap._malloc_trim.cache_clear()
+        heap._libc.cache_clear()
     del kept
 
 
@@ -139,3 +139,58 @@ def test_a_run_scans_only_what_it_made_and_thaws_what_it_froze():
         assert gc.get_freeze_count() == frozen
     finally:
         gc.freeze()
+
+
+MAPPED = """
+import json, os, sys
+from grpo_ext.run import heap
+
+def resident():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+def freed_between_kept(mapped):
+    '''40 blocks of 2 MiB, each followed by a small one that stays, then the large ones freed: what leaves the
+    resident size without a hand-back.'''
+    with heap.large_blocks_mapped(on=mapped):
+        large, kept = [], []
+        for _ in range(40):
+            large.append(bytearray(b"x") * (2 << 20))
+            kept.append(bytearray(b"y") * 4096)
+        before = resident()
+        del large
+        return before - resident()
+
+with heap.large_blocks_mapped():  # leaves glibc's threshold at its ceiling, as in a process that has trained
+    pass
+mapped = freed_between_kept(True)  # first: the heap has no holes yet, which glibc would fill before it maps
+print(json.dumps({"mapped": mapped, "heap": freed_between_kept(False)}))
+"""
+
+
+@glibc
+def test_within_large_blocks_mapped_a_freed_large_block_leaves_the_resident_size_at_once(monkeypatch):
+    """A large block freed between blocks that stay is a hole the heap keeps (the hand-back's work); within
+    ``large_blocks_mapped`` it was mapped on its own, and freeing it unmaps it. In a process of its own: the
+    threshold it leaves set is the process's."""
+    import json
+    import subprocess
+    import sys
+
+    monkeypatch.delenv(heap.OFF, raising=False)
+    proc = subprocess.run([sys.executable, "-c", MAPPED], capture_output=True, text=True, check=True)
+    freed = json.loads(proc.stdout)
+    assert freed["heap"] < 20 << 20, freed  # of 80 MiB freed: held in the heap's holes
+    assert freed["mapped"] > 70 << 20, freed  # given back as each was freed
+
+
+def test_large_blocks_mapped_does_nothing_where_it_is_off(monkeypatch):
+    monkeypatch.setenv(heap.OFF, "0")
+    heap._libc.cache_clear()
+    try:
+        with heap.large_blocks_mapped():
+            pass
+        assert heap._libc("mallopt") is None
+    finally:
+        monkeypatch.delenv(heap.OFF)
+        heap._libc.cache_clear()

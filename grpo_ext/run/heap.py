@@ -112,12 +112,12 @@ def objects_frozen() -> Iterator[None]:
 def large_blocks_mapped(on: bool = True) -> Iterator[None]:
     """Within, glibc maps each block of ``MAPPED_FROM`` bytes or more that no free hole of its heap holds on its
     own, and unmaps it when it is freed, instead of growing the heap for it. After a tool run's steps the heap is cut
-    into holes between blocks that live on, and the eval after's blocks did not fit them: on ``recipes/arith-tools.yaml`` it peaked at 3.77 GiB, against 3.10 with its blocks mapped, for the
-    same samples and time (``docs/benchmarks/tool-generation.md``, "The eval after's heap"). Not for the steps:
-    mapping every large block there made a step 22 % slower. Afterwards glibc keeps large blocks from its ceiling
-    (``DYNAMIC_CEILING``) up, as a process that has freed large blocks does, but no longer raises the size itself
-    (mallopt turns that off). A no-op with ``on`` false (an accelerator), under another C library, or with
-    ``GRPO_EXT_TRIM_HEAP=0``."""
+    into holes between blocks that live on, and the eval after's blocks did not fit them: on
+    ``recipes/arith-tools.yaml`` it peaked at 3.77 GiB, against 3.10 with its blocks mapped, for the same samples and
+    time (``docs/benchmarks/tool-generation.md``, "The eval after's heap"). Not for the steps: mapping every large
+    block there made a step 22 % slower. Afterwards glibc keeps large blocks from its ceiling (``DYNAMIC_CEILING``)
+    up, as a process that has freed large blocks does, but no longer raises the size itself (mallopt turns that
+    off). A no-op with ``on`` false (an accelerator), under another C library, or with ``GRPO_EXT_TRIM_HEAP=0``."""
     mallopt = _libc("mallopt", ctypes.c_int, ctypes.c_int) if on else None
     if mallopt is None:
         yield

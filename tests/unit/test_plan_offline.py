@@ -245,3 +245,19 @@ def test_bad_launch_flags_exit_2(flags, error, qwen_doc, write_recipe, capsys):
 def test_the_plan_says_where_the_shape_came_from(qwen_doc, write_recipe, capsys):
     assert cli.main(["plan", str(write_recipe(qwen_doc)), "--gpu-memory", "80GiB"]) == 0
     assert "shape of Qwen/Qwen2.5-1.5B from grpo_ext's table" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("bf16,share_prompt,quarters", [(False, True, 4), (True, True, 2), (True, False, 3)])
+def test_a_cpu_under_bf16_autocast_counts_the_cache_as_it_is_stored(bf16, share_prompt, quarters, monkeypatch):
+    """A CPU with bf16 runs under autocast over float32 weights: the values leave their projection in bf16, and the
+    keys, float32 out of the rotary embedding, are stored in bf16 where grpo_ext's shared-prompt cache holds them
+    (``prefix_cache._narrowed``). The tool recipe's cache of 64 conversations, in quarters of its float32 size."""
+    from grpo_ext.run import hardware
+
+    monkeypatch.setattr(hardware, "uses_bf16", lambda recipe: bf16)
+    recipe = load("arith-tools", [f"groups.share_prompt={str(share_prompt).lower()}"])
+    shape = memory.model_shape(memory.config_source(recipe.model, recipe.base_dir))
+    parts = {name: n for name, n, _ in memory.estimate(recipe, shape, 454, "cpu", shared=454)}
+    seq = 454 + recipe.training.effective("max_completion_length")
+    float32 = memory.kv_cache_bytes(shape, 64, seq, 4)
+    assert parts["generation cache"] - 64 * shape.vocab * 8 == float32 * quarters // 4  # the sampling logits beside it

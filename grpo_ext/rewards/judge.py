@@ -19,6 +19,7 @@ server answers and that the rubric's reply parses (``preflight``); a server that
 (``said``) for ``completions.jsonl`` and ``grpo-ext rewards score``.
 """
 
+import dataclasses
 import importlib.util
 import json
 import os
@@ -154,12 +155,33 @@ def on_judge_loop(work):
         future.cancel()  # a no-op once it is done
 
 
+@dataclasses.dataclass(frozen=True)
+class JudgeSettings:
+    """What ``llm_judge`` was asked for, checked (see its arguments)."""
+
+    base_url: str
+    model: str
+    rubric: str
+    low: float
+    high: float
+    mode: str  # "single" or "group"
+    api_key_env: str | None
+    max_tokens: int
+    temperature: float
+    concurrency: int
+    timeout: float
+    retries: int
+    call_seconds: float
+    cache_size: int
+    extra_body: dict
+
+
 class Judge:
     """The ``llm_judge`` reward (see ``llm_judge``); picklable: its client and cache are rebuilt after a copy."""
 
     __name__ = "llm_judge"
 
-    def __init__(self, settings: dict, columns: tuple[str, ...]):
+    def __init__(self, settings: JudgeSettings, columns: tuple[str, ...]):
         self.settings = settings
         self.columns = columns  # the data columns the rubric names, checked before any model loads
         self._client = None
@@ -170,11 +192,8 @@ class Judge:
         self.failing = False
         self.cache_noted = False  # while failing: said that a call's answers all came from the cache
 
-    def __getstate__(self) -> dict:
-        return {"settings": self.settings, "columns": self.columns, "failing": False}
-
-    def __setstate__(self, state: dict) -> None:
-        self.__init__(state["settings"], state["columns"])
+    def __reduce__(self):
+        return Judge, (self.settings, self.columns)  # a copy starts with no client, cache or failure
 
     def client(self):
         """The asynchronous client, built on the running loop (the judge loop) and again on a new one."""
@@ -185,9 +204,9 @@ class Judge:
             from openai import AsyncOpenAI
 
             s = self.settings
-            key = os.environ.get(s["api_key_env"]) if s["api_key_env"] else None
-            limits = {"timeout": s["timeout"], "max_retries": s["retries"]}  # timeout: httpx's, per read; see call_seconds
-            self._client = AsyncOpenAI(base_url=s["base_url"], api_key=key or "none", **limits)
+            key = os.environ.get(s.api_key_env) if s.api_key_env else None
+            limits = {"timeout": s.timeout, "max_retries": s.retries}  # timeout: httpx's, per read; see call_seconds
+            self._client = AsyncOpenAI(base_url=s.base_url, api_key=key or "none", **limits)
             self._client_loop = loop
         return self._client
 
@@ -195,17 +214,17 @@ class Judge:
         """The text of the judge's reply to one user message, through ``client``."""
         s = self.settings
         reply = await client.chat.completions.create(
-            model=s["model"],
+            model=s.model,
             messages=[{"role": "user", "content": content}],
-            max_tokens=s["max_tokens"],
-            temperature=s["temperature"],
-            extra_body=s["extra_body"] or None,
+            max_tokens=s.max_tokens,
+            temperature=s.temperature,
+            extra_body=s.extra_body or None,
         )
         return reply.choices[0].message.content or ""
 
     def scale(self) -> dict:
         """The rubric's ``{low}`` and ``{high}``, written as a person would (``0``, not ``0.0``)."""
-        return {"low": f"{self.settings['low']:g}", "high": f"{self.settings['high']:g}"}
+        return {"low": f"{self.settings.low:g}", "high": f"{self.settings.high:g}"}
 
     async def ask(self, content: str, gate) -> tuple[str, bool]:
         """(the judge's reply to one user message, whether it came from the cache, keyed by the message's text);
@@ -216,7 +235,7 @@ class Judge:
         async with gate:
             text = await self.complete(self.client(), content)
         self._cache[content] = text
-        while len(self._cache) > self.settings["cache_size"]:
+        while len(self._cache) > self.settings.cache_size:
             self._cache.popitem(last=False)
         return text, False
 
@@ -226,11 +245,11 @@ class Judge:
         import asyncio
 
         self.client()  # built before the deadline starts: the first time, importing openai takes a second or two
-        gate = asyncio.Semaphore(self.settings["concurrency"])
+        gate = asyncio.Semaphore(self.settings.concurrency)
         tasks = [asyncio.create_task(self.ask(message, gate)) for message in messages]
         if not tasks:
             return tasks, set()
-        _, late = await asyncio.wait(tasks, timeout=self.settings["call_seconds"])
+        _, late = await asyncio.wait(tasks, timeout=self.settings.call_seconds)
         for task in late:
             task.cancel()
         if late:  # a cancelled request closes its connection at once; the second only bounds it
@@ -242,8 +261,8 @@ class Judge:
 
     def requests(self, prompts, completions, kwargs: dict) -> list[tuple[list[int], str]]:
         """(the completions a request grades, its message): one each, or one per prompt's group."""
-        rubric = self.settings["rubric"]
-        if self.settings["mode"] == "single":
+        rubric = self.settings.rubric
+        if self.settings.mode == "single":
             return [
                 ([i], rubric.format_map(self._fields(p, kwargs, i) | {"completion": completion_text(c)}))
                 for i, (p, c) in enumerate(zip(prompts, completions, strict=True))
@@ -274,10 +293,10 @@ class Judge:
             cached += from_cache
             for i in members:
                 self.replies[i] = text
-            if s["mode"] == "single":
-                scores[members[0]] = parse_score(text, s["low"], s["high"])
+            if s.mode == "single":
+                scores[members[0]] = parse_score(text, s.low, s.high)
             else:
-                for i, score in zip(members, parse_group(text, len(members), s["low"], s["high"]), strict=True):
+                for i, score in zip(members, parse_group(text, len(members), s.low, s.high), strict=True):
                     scores[i] = score
         self._remember(prompts, completions)
         self._say(len(jobs), len(errors) + len(late), cached, problem(errors[0]) if errors else None)
@@ -289,20 +308,20 @@ class Judge:
         s = self.settings
         from_cache = f"; {cached} of {requests} answered from the cache" if cached else ""
         if failed and not self.failing:
-            why = why or f"no answer within call_seconds={s['call_seconds']:g}"
+            why = why or f"no answer within call_seconds={s.call_seconds:g}"
             console.logger(__name__).warning(
-                f"warning: llm_judge at {s['base_url']}: {failed} of {requests} requests failed ({why}); scored None{from_cache}"
+                f"warning: llm_judge at {s.base_url}: {failed} of {requests} requests failed ({why}); scored None{from_cache}"
             )
         elif not failed and self.failing and cached == requests:
             if not self.cache_noted and requests:
                 console.logger(__name__).warning(
-                    f"llm_judge at {s['base_url']}: all {requests} answers came from the cache (asked before it failed); "
+                    f"llm_judge at {s.base_url}: all {requests} answers came from the cache (asked before it failed); "
                     "the server was not asked, so it may still be failing"
                 )
                 self.cache_noted = True
             return
         elif not failed and self.failing:
-            console.logger(__name__).warning(f"llm_judge at {s['base_url']}: answering again{from_cache}")
+            console.logger(__name__).warning(f"llm_judge at {s.base_url}: answering again{from_cache}")
         if bool(failed) != self.failing:  # a change: the next call from the cache alone is said again
             self.failing, self.cache_noted = bool(failed), False
 
@@ -314,12 +333,12 @@ class Judge:
             for key in ((prompt_text(prompt, roles=True), text), text):
                 self._said[key] = reply
                 self._said.move_to_end(key)
-        while len(self._said) > 2 * self.settings["cache_size"]:
+        while len(self._said) > 2 * self.settings.cache_size:
             self._said.popitem(last=False)
 
     def why_none(self, row: dict, index: int = 0) -> str:
         """Why completion ``index`` of the last call scored None: its request failed, or the reply held no grade."""
-        low, high = self.settings["low"], self.settings["high"]
+        low, high = self.settings.low, self.settings.high
         if index < len(self.replies) and self.replies[index] is None:
             return "the judge's request failed (the warning says why)"
         return f"the judge's reply held no grade from {low:g} to {high:g} for it"
@@ -336,14 +355,14 @@ class Judge:
         import asyncio
 
         client = self.client().with_options(max_retries=0)
-        return await asyncio.wait_for(self.complete(client, message), self.settings["call_seconds"])
+        return await asyncio.wait_for(self.complete(client, message), self.settings.call_seconds)
 
     async def served(self) -> list[str]:
         """The names of the models the server lists (``GET /models``): one try, cancelled at ``call_seconds``."""
         import asyncio
 
         client = self.client().with_options(max_retries=0)
-        page = await asyncio.wait_for(client.models.list(), self.settings["call_seconds"])
+        page = await asyncio.wait_for(client.models.list(), self.settings.call_seconds)
         return [str(model.id) for model in page.data]
 
     def _hint(self, status: int) -> str:
@@ -352,21 +371,21 @@ class Judge:
         asked for is not among them; and an ``api_key_env`` that is not set; empty when none applies."""
         s = self.settings
         hints = []
-        if status == 404 and not s["base_url"].rstrip("/").endswith("/v1"):
+        if status == 404 and not s.base_url.rstrip("/").endswith("/v1"):
             hints.append(
                 "OpenAI-compatible servers (vLLM, SGLang, llama.cpp, transformers serve) answer under /v1: "
-                f"set base_url to {s['base_url'].rstrip('/')}/v1"
+                f"set base_url to {s.base_url.rstrip('/')}/v1"
             )
         try:
             names = on_judge_loop(self.served())
         except Exception:  # a server without the list, or one that refuses it too: the message above is all there is
             names = []
-        if names and s["model"] not in names:
+        if names and s.model not in names:
             more = f" and {len(names) - 5} more" if len(names) > 5 else ""
             served = ", ".join(repr(clip(name, 200)) for name in names[:5]) + more
             hints.append(f"it serves {served}: set model to {'that name' if len(names) == 1 else 'one of them'}")
-        if s["api_key_env"] and not os.environ.get(s["api_key_env"]):
-            hints.append(f"api_key_env {s['api_key_env']} is not set, so no key was sent")
+        if s.api_key_env and not os.environ.get(s.api_key_env):
+            hints.append(f"api_key_env {s.api_key_env} is not set, so no key was sent")
         return "".join(f"; {hint}" for hint in hints)
 
     def preflight(self) -> None:
@@ -375,28 +394,28 @@ class Judge:
 
         s = self.settings
         example = {c: f"<{c}>" for c in self.columns} | {"prompt": "What is 2 + 2?"} | self.scale()
-        if s["mode"] == "single":
-            message = s["rubric"].format_map(example | {"completion": "4"})
+        if s.mode == "single":
+            message = s.rubric.format_map(example | {"completion": "4"})
         else:
-            message = s["rubric"].format_map(example | {"responses": numbered(["4", "5"]), "n": 2})
+            message = s.rubric.format_map(example | {"responses": numbered(["4", "5"]), "n": 2})
         try:
             text = on_judge_loop(self.test_request(message))
         except asyncio.TimeoutError:  # the deadline (TimeoutError itself from Python 3.11)
             raise RecipeError(
-                f"llm_judge: {s['base_url']} did not answer a test request within call_seconds={s['call_seconds']:g} s; "
+                f"llm_judge: {s.base_url} did not answer a test request within call_seconds={s.call_seconds:g} s; "
                 "check that the server is up and serving, or raise call_seconds"
             ) from None
         except Exception as exc:  # the client's own errors: connection, status, timeout
             if isinstance(getattr(exc, "status_code", None), int):  # it answered, with an error status
                 raise RecipeError(
-                    f"llm_judge: {s['base_url']} refused a test request: {problem(exc)}{self._hint(exc.status_code)}"
+                    f"llm_judge: {s.base_url} refused a test request: {problem(exc)}{self._hint(exc.status_code)}"
                 ) from None
-            raise RecipeError(f"llm_judge: {s['base_url']} did not answer a test request: {problem(exc)}") from None
-        parsed = [parse_score(text, s["low"], s["high"])] if s["mode"] == "single" else parse_group(text, 2, s["low"], s["high"])
+            raise RecipeError(f"llm_judge: {s.base_url} did not answer a test request: {problem(exc)}") from None
+        parsed = [parse_score(text, s.low, s.high)] if s.mode == "single" else parse_group(text, 2, s.low, s.high)
         if all(p is None for p in parsed):
             raise RecipeError(
-                f"llm_judge: {s['model']} replied {text[:80]!r} to a test request, which holds no grade from {s['low']:g} to "
-                f"{s['high']:g}; make the rubric ask for the grade alone, or raise max_tokens ({s['max_tokens']})"
+                f"llm_judge: {s.model} replied {text[:80]!r} to a test request, which holds no grade from {s.low:g} to "
+                f"{s.high:g}; make the rubric ask for the grade alone, or raise max_tokens ({s.max_tokens})"
             )
 
 
@@ -460,7 +479,7 @@ def llm_judge(
             f"warning: llm_judge: api_key_env names {api_key_env}, which is not set here; requests go without a key "
             f"(export {api_key_env}=... before the run, or leave api_key_env out for a server that needs none)"
         )
-    settings = dict(
+    settings = JudgeSettings(
         base_url=str(base_url),
         model=str(model),
         rubric=rubric,

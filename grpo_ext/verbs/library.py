@@ -140,7 +140,7 @@ def cmd_rewards_score(args) -> None:
     columns = {name: [value] * n for name, value in row.items()}
     scores = guarded(prompts=[prompt] * n, completions=args.completion, **columns)
     replies = fn.replies if isinstance(fn, judge.Judge) else [None] * n
-    group = isinstance(fn, judge.Judge) and fn.settings["mode"] == "group"  # one reply grades them all
+    group = isinstance(fn, judge.Judge) and fn.settings.mode == "group"  # one reply grades them all
     for i, score in enumerate(scores):
         label = guarded.__name__ if n == 1 else f"{guarded.__name__} #{i + 1}"
         if score is None:

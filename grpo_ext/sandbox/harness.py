@@ -18,6 +18,7 @@ Standard library only, and nothing of grpo_ext but ``calls.py`` beside it, impor
 """
 
 import builtins
+import collections
 import ctypes
 import json
 import linecache
@@ -43,6 +44,17 @@ _KEPT = ("/usr", "/lib", "/lib32", "/lib64", "/libx32", "/bin", "/sbin", "/etc",
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
+# What ``local.run`` hands the harness, as JSON in its one argument: the run's folder (program.py, stdin.txt and
+# the program's own WORK folder), whether to make new namespaces and users of their own, the interpreter's prefix
+# (put back in sight inside the namespaces), the user ids, whether tests come on stdin, and the limits. A namedtuple,
+# not typing's: the harness starts for every program, and typing's import would add to each start.
+Settings = collections.namedtuple(
+    "Settings",
+    "folder namespaces own_user python_home uid gid judge_uid tests "
+    "wall_seconds cpu_seconds memory_mb file_mb disk_mb processes open_files",
+)
+
+
 def _mount(source, target, kind, flags, data, what) -> None:
     def b(v):
         return os.fsencode(v) if isinstance(v, str) else v
@@ -60,14 +72,14 @@ def _under(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip("/") + "/")
 
 
-def namespaces(s: dict) -> None:
+def namespaces(s: Settings) -> None:
     """New mount, network, PID and IPC namespaces: every file system read-only, every folder of "/" but the
     system's covered by an empty one, the interpreter put back, and the program's folder a tmpfs of ``disk_mb``
     at its own path; /dev/shm a small empty tmpfs."""
     if _libc.unshare(_CLONE_NEWNS | _CLONE_NEWNET | _CLONE_NEWPID | _CLONE_NEWIPC) != 0:
         raise OSError(ctypes.get_errno(), "unshare")
     _mount("none", "/", None, _MS_REC | _MS_PRIVATE, None, "mount --make-rprivate /")  # nothing leaks out
-    home, work = s["python_home"], os.path.join(s["folder"], WORK)
+    home, work = s.python_home, os.path.join(s.folder, WORK)
     interpreter = os.open(home, os.O_PATH | os.O_DIRECTORY)  # reachable through /proc/self/fd once covered
     for point in _mount_points():
         if point.startswith(("/proc", "/sys", "/dev")):
@@ -90,31 +102,31 @@ def namespaces(s: dict) -> None:
         _mount(None, home, None, flags, None, "mount -o remount,ro PYTHON")
     os.close(interpreter)
     os.makedirs(work, exist_ok=True)
-    size = f"size={int(s['disk_mb'])}m,mode=0755,uid={s['uid']},gid={s['gid']}"
+    size = f"size={int(s.disk_mb)}m,mode=0755,uid={s.uid},gid={s.gid}"
     _mount("tmpfs", work, "tmpfs", _MS_NOSUID | _MS_NODEV, size, "mount tmpfs WORK")
     if os.path.isdir("/dev/shm"):
         _mount("tmpfs", "/dev/shm", "tmpfs", _MS_NOSUID | _MS_NODEV, "size=16m,mode=1777", "mount tmpfs /dev/shm")
 
 
-def _limit(s: dict, processes: bool) -> None:
+def _limit(s: Settings, processes: bool) -> None:
     mb = 1 << 20
     limits = [
-        (resource.RLIMIT_CPU, s["cpu_seconds"]),
-        (resource.RLIMIT_AS, s["memory_mb"] * mb),
-        (resource.RLIMIT_FSIZE, s["file_mb"] * mb),
-        (resource.RLIMIT_NOFILE, s["open_files"]),
+        (resource.RLIMIT_CPU, s.cpu_seconds),
+        (resource.RLIMIT_AS, s.memory_mb * mb),
+        (resource.RLIMIT_FSIZE, s.file_mb * mb),
+        (resource.RLIMIT_NOFILE, s.open_files),
         (resource.RLIMIT_CORE, 0),
     ]
     if processes:
-        limits.append((resource.RLIMIT_NPROC, s["processes"]))
+        limits.append((resource.RLIMIT_NPROC, s.processes))
     for what, value in limits:
         resource.setrlimit(what, (value, value))
 
 
-def _become(s: dict, uid: int) -> None:
+def _become(s: Settings, uid: int) -> None:
     """Drop to ``uid`` (where the harness is root); the process dies with the harness."""
     signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGCHLD])
-    if s["own_user"]:
+    if s.own_user:
         os.setgroups([])
         os.setgid(uid)
         os.setuid(uid)
@@ -130,17 +142,17 @@ def _keep_fds(*keep: int) -> None:
     os.closerange(low, 1 << 16)
 
 
-def program_process(s: dict, source: str, stdin: int, ready: int, requests: int, replies: int) -> None:
+def program_process(s: Settings, source: str, stdin: int, ready: int, requests: int, replies: int) -> None:
     """The program's process: never returns. The harness hears ``ready`` once it is set up, before any of the
     program runs; a setup that fails says so on stderr and leaves ``ready`` unwritten."""
     try:
         os.dup2(stdin, 0)  # stdin carried the tests: the program gets its own input instead, before it runs
         _keep_fds(ready, requests, replies)
-        if s["namespaces"]:  # the first process of the new PID namespace: a /proc of its own, host processes unseen
+        if s.namespaces:  # the first process of the new PID namespace: a /proc of its own, host processes unseen
             _libc.mount(b"proc", b"/proc", b"proc", _MS_NOSUID | _MS_NODEV, None)
         _limit(s, processes=True)
-        _become(s, s["uid"])
-        os.chdir(os.path.join(s["folder"], WORK))
+        _become(s, s.uid)
+        os.chdir(os.path.join(s.folder, WORK))
     except OSError as exc:
         print(f"sandbox setup failed: {exc}", file=sys.stderr)
         os._exit(SETUP_FAILED)
@@ -151,7 +163,7 @@ def program_process(s: dict, source: str, stdin: int, ready: int, requests: int,
     sys.argv = ["program.py"]
     try:
         exec(compile(source, "program.py", "exec"), namespace)
-        if s["tests"]:
+        if s.tests:
             calls.serve_forever(calls.Answerer(requests, replies), namespace)
     except SystemExit as exc:  # the program ended itself before its end (or before its tests had their say)
         sys.stdout.flush()  # os._exit drops what is buffered: what it printed before it stopped is kept
@@ -165,7 +177,7 @@ def program_process(s: dict, source: str, stdin: int, ready: int, requests: int,
     os._exit(PASSED)
 
 
-def judge_process(s: dict, requests: int, replies: int) -> None:
+def judge_process(s: Settings, requests: int, replies: int) -> None:
     """The judge: never returns. Reads the tests, runs them against the program's names, exits 0 if they ran
     to their end."""
     try:
@@ -174,10 +186,10 @@ def judge_process(s: dict, requests: int, replies: int) -> None:
             chunks.append(chunk)
         tests = b"".join(chunks).decode("utf-8")
         _keep_fds(requests, replies)
-        _limit(s, processes=s["own_user"])  # its own user id: it starts nothing
-        _become(s, s["judge_uid"])
+        _limit(s, processes=s.own_user)  # its own user id: it starts nothing
+        _become(s, s.judge_uid)
         _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # after the uid change, which resets it
-        os.chdir(os.path.join(s["folder"], WORK))  # to read what the program wrote, if a test asks
+        os.chdir(os.path.join(s.folder, WORK))  # to read what the program wrote, if a test asks
     except OSError as exc:
         print(f"sandbox setup failed: {exc}", file=sys.stderr)
         os._exit(SETUP_FAILED)
@@ -202,23 +214,23 @@ def _status(code: int) -> tuple[int, int]:
     return (os.waitstatus_to_exitcode(code), 0) if os.WIFEXITED(code) else (-1, os.WTERMSIG(code))
 
 
-def harness(s: dict) -> int:
+def harness(s: Settings) -> int:
     """Set up, fork, wait within the wall limit, kill what is left: the verdict."""
     _libc.prctl(_PR_SET_DUMPABLE, 0, 0, 0, 0)  # nothing of this process is readable through /proc or ptrace
-    deadline = time.monotonic() + s["wall_seconds"]
-    with open(os.path.join(s["folder"], "program.py"), encoding="utf-8") as fh:
+    deadline = time.monotonic() + s.wall_seconds
+    with open(os.path.join(s.folder, "program.py"), encoding="utf-8") as fh:
         source = fh.read()
-    stdin = os.open(os.path.join(s["folder"], "stdin.txt"), os.O_RDONLY)
+    stdin = os.open(os.path.join(s.folder, "stdin.txt"), os.O_RDONLY)
     try:
-        if s["namespaces"]:
+        if s.namespaces:
             namespaces(s)
     except OSError as exc:  # a namespace this machine refused: the sandbox reports it, never runs unguarded
         print(f"sandbox setup failed: {exc}", file=sys.stderr)
         return SETUP_FAILED
     signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGCHLD])  # kept for _wait; each child unblocks it
     ready_r, ready_w = os.pipe()
-    requests = os.pipe() if s["tests"] else (-1, -1)  # the judge writes, the program reads
-    replies = os.pipe() if s["tests"] else (-1, -1)  # the program writes, the judge reads
+    requests = os.pipe() if s.tests else (-1, -1)  # the judge writes, the program reads
+    replies = os.pipe() if s.tests else (-1, -1)  # the program writes, the judge reads
     program = os.fork()
     if program == 0:
         program_process(s, source, stdin, ready_w, requests[0], replies[1])
@@ -227,7 +239,7 @@ def harness(s: dict) -> int:
     started = os.read(ready_r, 1) == b"1"
     os.close(ready_r)
     judge = None
-    if started and s["tests"]:
+    if started and s.tests:
         try:
             judge = os.fork()
         except OSError:  # the program's process, first of its PID namespace, already ended: nothing can join it
@@ -252,7 +264,7 @@ def harness(s: dict) -> int:
         return ended[judge][0]
     if sig and program not in killed:
         return 128 + sig
-    if s["tests"]:  # with tests, only the judge can pass a run
+    if s.tests:  # with tests, only the judge can pass a run
         return FAILED
     return PASSED if code == PASSED else FAILED
 
@@ -293,4 +305,4 @@ def _kill(pid: int) -> None:
 
 
 if __name__ == "__main__":
-    os._exit(harness(json.loads(sys.argv[1])))
+    os._exit(harness(Settings(**json.loads(sys.argv[1]))))

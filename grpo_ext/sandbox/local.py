@@ -32,6 +32,7 @@ Fusion) or a virtual machine: a provider of its own beside this one (``grpo_ext/
 The local provider: this module is one, with ``run`` and ``isolation`` (``contract.Provider``).
 """
 
+import dataclasses
 import json
 import os
 import shutil
@@ -159,9 +160,8 @@ def _run(program: str, tests: str, stdin: str | None, limits: Limits, isolated: 
             "gid": uid,
             "judge_uid": uid + JUDGE_UIDS,
             "tests": bool(tests.strip()),
-            "wall_seconds": limits.wall_seconds,
-            **{k: getattr(limits, k) for k in ("cpu_seconds", "memory_mb", "file_mb", "disk_mb", "processes", "open_files")},
-        }
+            **dataclasses.asdict(limits),
+        }  # harness.Settings: the harness refuses a key it does not declare
         work = str(folder / WORK)
         env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": work, "TMPDIR": work, "LANG": "C.UTF-8"}
         started = time.monotonic()

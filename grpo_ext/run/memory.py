@@ -29,12 +29,13 @@ scaled-dot-product attention provides on current CPUs and GPUs.
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from grpo_ext.core import catalog
 from grpo_ext.core.errors import RecipeError
 from grpo_ext.core.text import suggest
 from grpo_ext.data import examples
-from grpo_ext.recipe import Model, Recipe, agents
+from grpo_ext.recipe import Model, Recipe, agents, quick
 from grpo_ext.run import chat_tools, data, gpu_share, hardware, prefix_cache
 from grpo_ext.run.gpu_share import Launch
 from grpo_ext.settings import adapters, batch_rules, compat, model_names, shapes
@@ -159,20 +160,29 @@ def model_shape(where: Path | dict, trust_remote_code: bool = False) -> Shape:
     )
 
 
-def prompt_tokens(recipe: Recipe, folder: Path | dict) -> tuple[int, int]:
-    """(tokens in the longest training or eval prompt as the model sees it, chat template applied; tokens every
-    training prompt begins with alike, which the loss pass runs once a micro-batch under ``groups.share_prompt``),
-    from one tokenization. Without a tokenizer on this machine: about 3 characters a token, and nothing shared."""
+class Prompts(NamedTuple):
+    """What the plan counts of a recipe's prompts."""
+
+    longest: int  # tokens in the longest training or eval prompt as the model sees it, chat template applied
+    shared: int  # tokens every training prompt begins with alike (run once a micro-batch under groups.share_prompt)
+    held_out: int  # the recipe's eval rows, before eval.max_prompts
+
+
+def prompt_tokens(recipe: Recipe, folder: Path | dict) -> Prompts:
+    """The recipe's ``Prompts``, from one tokenization. Without a tokenizer on this machine: about 3 characters a
+    token, and nothing shared."""
     train = [r["prompt"] for r in data.train_rows(recipe.data, recipe.base_dir, 2000)]
-    texts = train + [r["prompt"] for r in data.eval_rows(recipe.data, recipe.base_dir, recipe.seed)]
+    held_out = [r["prompt"] for r in data.eval_rows(recipe.data, recipe.base_dir, recipe.seed)]
+    texts = train + held_out
     found = _prompt_ids(recipe, folder, texts)
     if found is None:
         system, turns = recipe.data.system_prompt, examples.messages(recipe.data.examples)
         head = len(system or "") + len(str(turns)) * bool(turns)
-        return (max(len(str(t)) for t in texts) + head) // 3 + 32, 0  # about 3 characters a token, plus a template
+        return Prompts((max(len(str(t)) for t in texts) + head) // 3 + 32, 0, len(held_out))  # plus a template
     longest = max(map(len, found), default=0)
     limit = recipe.training.settings.get("max_prompt_length")  # longer prompts are dropped before training
-    return (longest if limit is None else min(longest, limit)), prefix_cache.shared_length(found[: len(train)])
+    shared = prefix_cache.shared_length(found[: len(train)])
+    return Prompts(longest if limit is None else min(longest, limit), shared, len(held_out))
 
 
 def _prompt_ids(recipe: Recipe, folder: Path | dict, texts: list) -> list[list[int]] | None:
@@ -265,10 +275,13 @@ def estimate(
     launch: Launch = ONE_GPU,
     logprobs: str | None = None,
     shared: int = 0,
+    held_out: int | None = None,
 ) -> list[tuple[str, int, str]]:
     """(component, bytes, how) for one training process of ``recipe`` on ``device`` ('cpu' or 'cuda'); the logits
     as ``logprobs`` says ('full', 'liger', 'tiles'), else as the installed TRL computes them; ``shared``: the tokens
-    every training prompt begins with, run once a micro-batch in the loss pass where ``groups.share_prompt`` holds."""
+    every training prompt begins with, run once a micro-batch in the loss pass where ``groups.share_prompt`` holds;
+    ``held_out``: the recipe's eval rows (unknown: a whole ``eval.batch_size``), of which the eval plays its
+    ``eval.max_prompts``."""
     dtype: str = recipe.model.dtype
     if dtype == "auto":
         dtype = "bfloat16" if device == "cuda" else "float32"
@@ -334,6 +347,9 @@ def estimate(
     gen_batch = batch_rules.generation_batch(get) or 0
     ev = recipe.eval
     eval_batch = ev.batch_size // ev.samples * ev.samples if ev.enabled else 0
+    if held_out is not None:  # a small eval samples all its conversations in one batch smaller than batch_size
+        cap = quick.eval_prompts(recipe)
+        eval_batch = min(eval_batch, (held_out if cap is None else min(held_out, cap)) * ev.samples)
     vllm = get("use_vllm") and device == "cuda"
     seqs = eval_batch if vllm else max(gen_batch, eval_batch)
     if seqs:

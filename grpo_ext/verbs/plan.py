@@ -92,8 +92,8 @@ def plan(
     launch = Launch(gpus, sharding, budget)
     where_cfg = memory.config_source(recipe.model, recipe.base_dir)
     shape = memory.model_shape(where_cfg, recipe.model.trust_remote_code)
-    prompt_len, shared = memory.prompt_tokens(recipe, where_cfg)
-    rows = memory.estimate(recipe, shape, prompt_len, device, launch, shared=shared)
+    prompt_len, shared, held_out = memory.prompt_tokens(recipe, where_cfg)
+    rows = memory.estimate(recipe, shape, prompt_len, device, launch, shared=shared, held_out=held_out)
     where = "on the CPU (peak resident memory)" if device == "cpu" else "on one GPU (peak device memory)"
     share = f", {gpus} processes ({launch.label()})" if gpus > 1 or sharding != "ddp" else ""
     print(f"plan: {recipe.path} {where}, per process{share}")
@@ -147,7 +147,7 @@ def plan(
         except RecipeError:
             continue
         tried.append(extra)
-        n = memory.total(memory.estimate(other, shape, prompt_len, device, launch, shared=shared))
+        n = memory.total(memory.estimate(other, shape, prompt_len, device, launch, shared=shared, held_out=held_out))
         print(f"  {' '.join(extra):<78} {memory.fmt_bytes(n):>10}  {'fits' if n <= budget else 'still over'}")
     combined = list(
         dict.fromkeys(
@@ -158,7 +158,13 @@ def plan(
         try:
             n = memory.total(
                 memory.estimate(
-                    validate(apply_overrides(doc, combined), recipe.path), shape, prompt_len, device, launch, shared=shared
+                    validate(apply_overrides(doc, combined), recipe.path),
+                    shape,
+                    prompt_len,
+                    device,
+                    launch,
+                    shared=shared,
+                    held_out=held_out,
                 )
             )
             print(f"  {' '.join(combined):<78} {memory.fmt_bytes(n):>10}  {'fits' if n <= budget else 'still over'}")

@@ -11,7 +11,7 @@ from grpo_ext import cli
 from grpo_ext.recipe import load, validate
 from grpo_ext.run import gpu_share, memory
 from grpo_ext.run.gpu_share import GIB, Launch
-from grpo_ext.settings import shapes
+from grpo_ext.settings import batch_rules, shapes
 from tests.helpers import ROOT, TIMED, best_beside
 
 PUBLISHED_PARAMS = [
@@ -261,3 +261,18 @@ def test_a_cpu_under_bf16_autocast_counts_the_cache_as_it_is_stored(bf16, share_
     seq = 454 + recipe.training.effective("max_completion_length")
     float32 = memory.kv_cache_bytes(shape, 64, seq, 4)
     assert parts["generation cache"] - 64 * shape.vocab * 8 == float32 * quarters // 4  # the sampling logits beside it
+
+
+@pytest.mark.parametrize("held_out,max_prompts,seqs", [(None, None, 64), (2, None, 8), (40, None, 64), (40, 3, 12)])
+def test_the_eval_batch_is_the_conversations_the_eval_plays(held_out, max_prompts, seqs):
+    """The eval samples its prompts times ``eval.samples`` conversations together, at most ``eval.batch_size`` (64)
+    of them: a recipe with 2 held-out rows and 4 samples holds the cache of 8, not of 64; ``eval.max_prompts`` caps
+    the rows. The training batch (4 here) is the other bound."""
+    overrides = ["eval.samples=4", "training.num_generations=4", "training.per_device_train_batch_size=4"]
+    overrides.append("training.gradient_accumulation_steps=1")
+    recipe = load("arith", overrides + ([f"eval.max_prompts={max_prompts}"] if max_prompts else []))
+    shape = memory.model_shape(memory.config_source(recipe.model, recipe.base_dir))
+    parts = {name: how for name, _, how in memory.estimate(recipe, shape, 100, "cpu", held_out=held_out)}
+    generation = batch_rules.generation_batch(recipe.training.effective)
+    assert generation == 4
+    assert parts["generation cache"].startswith(f"{seqs} sequences x ")

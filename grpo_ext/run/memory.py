@@ -66,6 +66,7 @@ class Shape:
     intermediate: int
     kv_dim: int
     vocab: int
+    context: int | None = None  # the most tokens, prompt and completion together (max_position_embeddings)
 
 
 def read_size(text: str) -> tuple[int, str]:
@@ -157,6 +158,7 @@ def model_shape(where: Path | dict, trust_remote_code: bool = False) -> Shape:
         intermediate=getattr(text, "intermediate_size", 4 * text.hidden_size),
         kv_dim=(getattr(text, "num_key_value_heads", None) or heads) * head_dim,
         vocab=text.vocab_size,
+        context=data.context_of(text),
     )
 
 

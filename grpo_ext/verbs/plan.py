@@ -107,6 +107,14 @@ def plan(
         print(f"  {name:<20} {memory.fmt_bytes(n):>10}   {how}")
     peak = memory.total(rows)
     print(f"  {'total':<20} {memory.fmt_bytes(peak):>10}")
+    completion = recipe.training.effective("max_completion_length")
+    if shape.context and prompt_len + completion > shape.context:
+        room = shape.context - completion
+        fix = f"set training.max_prompt_length: {room} to drop the longer prompts, or " if room > 0 else ""
+        print(
+            f"warning: the longest prompt ({prompt_len} tokens) and max_completion_length {completion} exceed the model's "
+            f"context of {shape.context} tokens, which training refuses; {fix}lower training.max_completion_length"
+        )
     if uses_vllm and recipe.training.effective("vllm_mode") == "server":
         print("vLLM server mode: generation runs on the server's GPUs (trl vllm-serve); nothing counted here")
     vllm = vllm_advice(recipe, shape, prompt_len, rows, launch)

@@ -276,3 +276,14 @@ def test_the_eval_batch_is_the_conversations_the_eval_plays(held_out, max_prompt
     generation = batch_rules.generation_batch(recipe.training.effective)
     assert generation == 4
     assert parts["generation cache"].startswith(f"{seqs} sequences x ")
+
+
+def test_the_plan_warns_of_a_prompt_and_completion_past_the_models_context(capsys):
+    """SmolLM2 takes 8,192 tokens: a completion of 8,180 leaves too few for arith's prompts, which training refuses
+    once the model has loaded; the plan says so first, with the max_prompt_length that would fit."""
+    assert cli.main(["plan", "arith"]) == 0
+    assert "context" not in capsys.readouterr().out
+    assert cli.main(["plan", "arith", "training.max_completion_length=8180"]) == 0
+    warning = capsys.readouterr().out.splitlines()[-1]
+    assert warning.startswith("warning: the longest prompt (") and "the model's context of 8192 tokens" in warning
+    assert "set training.max_prompt_length: 12 to drop the longer prompts" in warning

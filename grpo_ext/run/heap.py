@@ -137,15 +137,16 @@ class ReleaseFreed(Behaviour):
     optional = True  # it changes no result: a TRL without the hooks trains without it
 
     def on_batch(self, step: Step, batch: dict) -> dict:
-        if _on_cpu(step):
+        if on_cpu(step.trainer):
             release(collect=False)
         return batch
 
     def on_loss(self, step: Step, model, inputs: dict, loss: Callable[[dict], Any]):
-        if _on_cpu(step):
+        if on_cpu(step.trainer):
             release(collect=False)
         return loss(inputs)
 
 
-def _on_cpu(step: Step) -> bool:
-    return step.trainer.accelerator.device.type == "cpu"
+def on_cpu(trainer) -> bool:
+    """Whether ``trainer`` runs on a CPU, where the process's heap holds its tensors."""
+    return trainer.accelerator.device.type == "cpu"

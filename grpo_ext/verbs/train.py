@@ -671,7 +671,7 @@ def finish(r: Run) -> None:
     report. A run whose weights never moved still saves them, as every completed run does, and says so: what reads a
     run (``eval --model RUN``, ``merge``, ``push``, a script's from_pretrained) finds final/ where it looks."""
     trainer.release_training_state(r.grpo)  # the last step is taken: the eval after samples in the optimizer's memory
-    with heap.large_blocks_mapped(on=r.grpo.accelerator.device.type == "cpu"):  # in a heap the steps cut into holes
+    with heap.large_blocks_mapped(on=heap.on_cpu(r.grpo)):  # in a heap the steps cut into holes
         r.summary["eval_after"] = eval_pass(r, "after")
     save = r.recipe.save_final
     if save:

@@ -8,7 +8,8 @@ Contestants: ``single`` samples ``--single``'s eval prompts as single replies (`
 eval`` does for a recipe without tools); ``tools`` plays ``--tools``'s eval prompts through TRL's tool loop (the
 trainer's generation in eval mode, as ``grpo-ext eval`` and a run's eval before and after do, the prompt tokens a
 batch shares encoded once: ``groups.share_prompt``); each candidate is ``tools`` with recipe overrides, e.g.
-``--candidate "whole: groups.share_prompt=false"`` or ``--candidate "cb: training.use_transformers_continuous_batching=true"``.
+``--candidate "whole: groups.share_prompt=false"``, ``--candidate "cb: training.use_transformers_continuous_batching=true"``
+or, with an environment variable, ``--candidate "copied: GRPO_EXT_PREFIX_ONCE=0"``.
 Every contestant takes the first ``--prompts`` held-out prompts (``eval.max_prompts``) x ``--samples``
 (``eval.samples``); ``--set`` adds overrides to every contestant (``--set model.name=DIR`` for another model).
 Each run is a process of its own, loading the recipe's model from the local cache as ``grpo-ext eval`` does; the
@@ -40,10 +41,18 @@ sys.path.insert(0, str(ROOT))
 
 
 def candidate(text: str) -> tuple[str, list[str]]:
+    """A candidate's label and its words: recipe overrides (key=value) and environment variables (NAME=VALUE, in
+    capitals, such as GRPO_EXT_PREFIX_ONCE=0)."""
     label, sep, overrides = text.partition(":")
     if not sep or not label.strip() or not overrides.strip():
         raise argparse.ArgumentTypeError(f"--candidate {text!r}: write it as 'LABEL: key=value [key=value ...]'")
     return label.strip(), shlex.split(overrides)
+
+
+def _environment(words: list[str]) -> tuple[list[str], dict[str, str]]:
+    """(recipe overrides, environment variables) of a candidate's words."""
+    env = dict(w.split("=", 1) for w in words if w.split("=", 1)[0].isupper())
+    return [w for w in words if w.split("=", 1)[0] not in env], env
 
 
 class Counter:
@@ -125,10 +134,13 @@ def child(recipe_path: str, overrides: list[str]) -> dict:
     }
 
 
-def launch(recipe: str, overrides: list[str]) -> dict:
+def launch(recipe: str, words: list[str]) -> dict:
+    import os
+
     launched = time.time()
+    overrides, env = _environment(words)
     cmd = [sys.executable, __file__, "--child", recipe, *overrides]
-    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False)
+    proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False, env={**os.environ, **env})
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]
     if proc.returncode != 0 or not lines:
         tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]

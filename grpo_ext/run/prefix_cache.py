@@ -19,6 +19,8 @@ import inspect
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from grpo_ext.run import shared_head
+
 # Below this many shared tokens the saving is too small to be worth a second forward call: a chat template's own
 # header and a short system prompt stay on generate()'s path.
 MIN_SHARED = 64
@@ -71,31 +73,36 @@ def generate(model, original, input_ids, attention_mask, **kwargs):
     ids, mask, _ = reshaped
     with torch.no_grad():
         head = model(input_ids=ids[:1, :shared], use_cache=True)
-    cache = _preallocated(model, head, len(rows), ids.shape[1], config)
+    budget = _static_budget(model, config)
+    if budget and shared_head.supported(model):
+        held = shared_head.cache(model, _cache_of(head), ids.shape[1] + budget)
+        if held is not None:
+            with shared_head.attending(model):
+                return original(input_ids=ids, attention_mask=mask, **{_cache_name(model): held}, **kwargs)
+    cache = _preallocated(model, head, len(rows), ids.shape[1] + budget) if budget else None
     cache = _expanded_cache(head, len(rows)) if cache is None else cache
     return original(input_ids=ids, attention_mask=mask, **{_cache_name(model): cache}, **kwargs)
 
 
-def _preallocated(model, output, rows: int, width: int, config):
-    """The prefix's keys and values (``output``'s cache, one row) in a cache allocated once for the whole call:
-    ``rows`` rows of ``width`` tokens and the most that ``config`` lets ``generate`` add. Each decoding step then writes
-    its keys and values in place, where a growing cache copies all of them at every step, which on a tool recipe's
-    conversations of some 550 tokens took over half of a step's time. None where it cannot: no token budget, a model
-    whose layers attend through a sliding window, a transformers without per-layer caches, or a device where
+def _static_budget(model, config) -> int:
+    """The most tokens ``config`` lets ``generate`` add, where the call can generate into a cache allocated once for
+    it; 0 where it cannot: no token budget, a model whose layers attend through a sliding window, or a device where
     ``generate`` would compile the model for such a cache (unless the call turns that off, as TRL's does)."""
     new = getattr(config, "max_new_tokens", None)
     if not new or window_of(model):
-        return None
-    if model.device.type != "cpu" and not getattr(config, "disable_compile", False):
-        return None
-    from transformers import StaticCache
+        return 0
+    return new if model.device.type == "cpu" or getattr(config, "disable_compile", False) else 0
 
+
+def _preallocated(model, output, rows: int, length: int):
+    """The prefix's keys and values (``output``'s cache, one row) in a cache allocated once for the whole call:
+    ``rows`` rows of ``length`` tokens (the prompt's and the most ``generate`` may add). Each decoding step then writes
+    its keys and values in place, where a growing cache copies all of them at every step, which on a tool recipe's
+    conversations of some 550 tokens took over half of a step's time. None where transformers has no per-layer
+    caches. Where the model allows, ``shared_head`` keeps the prefix once instead of a copy in each row."""
     head = _cache_of(output)
-    try:
-        cache = StaticCache(config=model.config, max_cache_len=width + new)
-    except TypeError:  # an older signature
-        return None
-    if len(getattr(cache, "layers", ())) != len(getattr(head, "layers", ())):
+    cache = shared_head.static_cache(model, length, head)
+    if cache is None:
         return None
     for mine, theirs in zip(cache.layers, head.layers, strict=True):
         keys = theirs.keys.to(theirs.values.dtype)

@@ -11,7 +11,7 @@ import torch
 from datasets import Dataset
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from grpo_ext.run import prefix_cache, trainer, trl_internals
+from grpo_ext.run import prefix_cache, shared_head, trainer, trl_internals
 from grpo_ext.settings import compat
 
 
@@ -33,8 +33,9 @@ def _left_padded(rows: list[list[int]], pad: int):
 @pytest.mark.parametrize("given", ["keywords", "generation_config", "generation_config under autocast"])
 def test_the_same_greedy_tokens_with_the_prefix_encoded_once(tiny_model, shared, given):
     """Greedy tokens alike with the prefix encoded once; given a generation config with a token budget (as TRL gives
-    it), the rows go on from a cache allocated once for the call (a StaticCache), else from a growing one. Under bf16
-    autocast (a CPU run's bf16) that cache keeps its keys in bfloat16, as the attention reads them."""
+    it), the rows go on from a cache allocated once for the call (a StaticCache) that holds the prefix once
+    (``shared_head``), else from a growing one with the prefix copied into each row. Under bf16 autocast (a CPU run's
+    bf16) that cache keeps its keys in bfloat16, as the attention reads them."""
     import contextlib
 
     from transformers import GenerationConfig, StaticCache
@@ -54,8 +55,10 @@ def test_the_same_greedy_tokens_with_the_prefix_encoded_once(tiny_model, shared,
     def record(_module, _args, kw):
         cache = kw.get("cache", kw.get("past_key_values"))
         layers = getattr(cache, "layers", [])
-        keys = {layer.keys.dtype for layer in layers if getattr(layer, "keys", None) is not None}
-        caches.append((type(cache), keys, [weakref.ref(x) for x in [cache, *layers] if x is not None]))
+        # a layer that holds the prefix once (shared_head) allocates the rows' own keys at its first update
+        keys = {k.dtype for k in (layer.head[0] if hasattr(layer, "head") else layer.keys for layer in layers) if k is not None}
+        once = bool(layers) and all(hasattr(layer, "head") for layer in layers)
+        caches.append((type(cache), keys, [weakref.ref(x) for x in [cache, *layers] if x is not None], once))
 
     with torch.no_grad(), autocast:
         plain = model.generate(input_ids=ids, attention_mask=mask, **settings)[:, ids.shape[1] :]
@@ -79,6 +82,7 @@ def test_the_same_greedy_tokens_with_the_prefix_encoded_once(tiny_model, shared,
         assert issubclass(caches[1][0], StaticCache) == preallocated, caches[:3]
         if preallocated:
             assert caches[1][1] == {torch.bfloat16 if "autocast" in given else torch.float32}, caches[1]
+            assert caches[1][3] == shared_head.supported(model) is True  # the tiny llama keeps the prefix once
     else:
         assert seen[0] == (4, ids.shape[1]), seen[:3]  # generate() as it is: the whole left-padded batch
     assert "generate" not in vars(model)  # the block's end gives the model its own generate back

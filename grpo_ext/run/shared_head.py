@@ -139,18 +139,23 @@ def attend(module, query, key, value, attention_mask, scaling=None, dropout: flo
     out = []
     # in float32, as sdpa's CPU kernel accumulates bf16 inputs: the scores, their softmax and the weighted sum of values
     with torch.autocast(query.device.type, enabled=False):
-        head_keys, head_values = head_keys.float().transpose(-1, -2), head_values.float()
+        head_keys, head_values = head_keys[0].float().transpose(-1, -2), head_values[0].float()  # (groups, ., .)
         for start in range(0, rows, step):
             part = slice(start, start + step)
             n = query[part].shape[0]
             grouped = query[part].float().reshape(n, groups, heads // groups * q, dim)
-            scores = torch.cat([grouped @ head_keys, grouped @ key[part].float().transpose(-1, -2)], dim=-1)
+            # the prefix: one product per key-value head over every row's queries (a broadcast over the rows would
+            # copy the prefix's keys once a row)
+            across = grouped.transpose(0, 1).reshape(groups, -1, dim)
+            on_head = (across @ head_keys).view(groups, n, -1, prefix).transpose(0, 1)
+            scores = torch.cat([on_head, grouped @ key[part].float().transpose(-1, -2)], dim=-1)
             scores = scores.mul_(scale).view(n, groups, heads // groups, q, -1)
             if attention_mask is not None:
                 scores += attention_mask[part, :, None]
             probs = torch.softmax(scores, dim=-1).view(n, groups, heads // groups * q, -1)
-            mixed = probs[..., :prefix] @ head_values + probs[..., prefix:] @ value[part].float()
-            out.append(mixed.view(n, heads, q, dim))
+            from_head = (probs[..., :prefix].transpose(0, 1).reshape(groups, -1, prefix) @ head_values).view(groups, n, -1, dim)
+            mixed = from_head.transpose(0, 1) + probs[..., prefix:] @ value[part].float()
+            out.append(mixed.reshape(n, heads, q, dim))
     return torch.cat(out).transpose(1, 2).contiguous().to(query.dtype), None
 
 

@@ -4,14 +4,16 @@
 cache: on the guessing game (``recipes/guess.yaml``), 626 of a conversation's 851 tokens, 64 times over in an eval
 batch. Here the rows' cache holds only their own tokens, each layer keeps the prefix's keys and values once beside
 them, and an attention function of grpo_ext's (``attend``, registered with transformers' ``AttentionInterface`` and
-switched on for the length of the call) scores each query against both: the prefix's keys broadcast over the rows,
-then the row's own, one softmax over the two. The result is the attention over the whole row; greedy decoding
-returns the tokens the copied cache gives (``tests/integration/test_prefix_cache.py``).
+switched on for the length of the call) attends to both: PyTorch's CPU flash attention over the prefix, for every
+row's queries in one call, and over each row's own keys, merged by the log-sum-exp each gives, as one softmax over
+the whole row would weigh them. The result is the attention over the whole row (greedy decoding in float32 returns
+the tokens the copied cache gives: ``tests/integration/test_prefix_cache.py``), and it reads the prefix's keys once
+a step instead of once a row.
 
-Where it holds: on a CPU, a transformers with per-layer static caches and the two interfaces (5.x), a model whose
-every layer attends to the whole context (no sliding window, no soft-capped scores, no attention sinks), with the
-``sdpa`` or ``eager`` implementation. Elsewhere, and with ``GRPO_EXT_PREFIX_ONCE=0``, ``prefix_cache`` copies the
-prefix into each row.
+Where it holds: on a CPU (the flash attention that returns its log-sum-exp is PyTorch's CPU kernel), a
+transformers with per-layer static caches and the two interfaces (5.x), a model whose every layer attends to the
+whole context (no sliding window, no soft-capped scores, no attention sinks), with the ``sdpa`` or ``eager``
+implementation. Elsewhere, and with ``GRPO_EXT_PREFIX_ONCE=0``, ``prefix_cache`` copies the prefix into each row.
 """
 
 import contextlib
@@ -23,7 +25,6 @@ from typing import Any
 OFF = "GRPO_EXT_PREFIX_ONCE"  # "0": copy the prefix into every row, as before (to measure what holding it once saves)
 NAME = "grpo_ext_shared_head"  # the attention implementation's name while a call runs with such a cache
 HEAD = "_grpo_ext_head"  # the attribute on a layer's own keys that holds the prefix's (keys, values)
-SCORES_BYTES = 64 << 20  # the most the scores of one block of rows may take while a row's own tokens are encoded
 # config fields that change what attention computes beyond softmax(q k / sqrt(d)) v: such a model copies the prefix
 _UNSUPPORTED = ("attn_logit_softcapping", "sliding_window", "use_sliding_window")
 
@@ -47,6 +48,10 @@ def supported(model) -> bool:
     }:
         return False
     if "sinks" in {name.rsplit(".", 1)[-1] for name, _ in model.named_parameters()}:
+        return False
+    import torch
+
+    if not hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu"):  # the log-sum-exp attend merges by
         return False
     # On a GPU a fused kernel (flash, sdpa's) over the copied prefix is what generation is measured with; this
     # function's matrix products are measured on a CPU only
@@ -122,8 +127,11 @@ def _head_layer(static: Any) -> Any:
 
 
 def attend(module, query, key, value, attention_mask, scaling=None, dropout: float = 0.0, **kwargs):
-    """Attention over the prefix held on ``key`` (``HEAD``) and the row's own keys, in one softmax; a call whose keys
-    hold no prefix runs transformers' ``sdpa`` attention as it is."""
+    """Attention over the prefix held on ``key`` (``HEAD``) and the row's own keys: PyTorch's CPU flash attention
+    over each part, which gives each query's log-sum-exp beside its output, merged as one softmax over the two
+    would weigh them. The prefix's part is one call over every row's queries; a key-value head's query heads go in
+    as more queries of one head (no copy of a key a query head). A call whose keys hold no prefix runs
+    transformers' ``sdpa`` attention as it is."""
     import torch
 
     head = getattr(key, HEAD, None)
@@ -131,32 +139,29 @@ def attend(module, query, key, value, attention_mask, scaling=None, dropout: flo
         from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
         return sdpa_attention_forward(module, query, key, value, attention_mask, dropout, scaling, **kwargs)
+    if attention_mask is None:  # a static cache's tail is never written yet: its mask is always given
+        raise RuntimeError("shared_head.attend: no attention mask for a cache that holds a prefix once")
+    flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
     head_keys, head_values = head
     rows, heads, q, dim = query.shape
     groups = key.shape[1]  # key-value heads: each serves heads // groups query heads
+    per = heads // groups * q  # the queries a key-value head answers in a row
     prefix, scale = head_keys.shape[-2], dim**-0.5 if scaling is None else scaling
-    step = max(1, min(rows, SCORES_BYTES // (heads * q * (prefix + key.shape[-2]) * 4)))
-    out = []
-    # in float32, as sdpa's CPU kernel accumulates bf16 inputs: the scores, their softmax and the weighted sum of values
-    with torch.autocast(query.device.type, enabled=False):
-        head_keys, head_values = head_keys[0].float().transpose(-1, -2), head_values[0].float()  # (groups, ., .)
-        for start in range(0, rows, step):
-            part = slice(start, start + step)
-            n = query[part].shape[0]
-            grouped = query[part].float().reshape(n, groups, heads // groups * q, dim)
-            # the prefix: one product per key-value head over every row's queries (a broadcast over the rows would
-            # copy the prefix's keys once a row)
-            across = grouped.transpose(0, 1).reshape(groups, -1, dim)
-            on_head = (across @ head_keys).view(groups, n, -1, prefix).transpose(0, 1)
-            scores = torch.cat([on_head, grouped @ key[part].float().transpose(-1, -2)], dim=-1)
-            scores = scores.mul_(scale).view(n, groups, heads // groups, q, -1)
-            if attention_mask is not None:
-                scores += attention_mask[part, :, None]
-            probs = torch.softmax(scores, dim=-1).view(n, groups, heads // groups * q, -1)
-            from_head = (probs[..., :prefix].transpose(0, 1).reshape(groups, -1, prefix) @ head_values).view(groups, n, -1, dim)
-            mixed = from_head.transpose(0, 1) + probs[..., prefix:] @ value[part].float()
-            out.append(mixed.reshape(n, heads, q, dim))
-    return torch.cat(out).transpose(1, 2).contiguous().to(query.dtype), None
+    # one precision, the cache's (sdpa under autocast reads all three in bf16 too)
+    grouped = query.to(key.dtype).reshape(rows, groups, per, dim)
+    across = grouped.transpose(0, 1).reshape(1, groups, rows * per, dim)  # every row's queries against the prefix
+    on_head, lse_head = flash(across, head_keys, head_values, scale=scale)
+    on_head = on_head.view(groups, rows, per, dim).transpose(0, 1)
+    lse_head = lse_head.view(groups, rows, per).transpose(0, 1)
+    own_mask = attention_mask[..., prefix:].unsqueeze(2).expand(rows, 1, heads // groups, q, -1).reshape(rows, 1, per, -1)
+    own, lse_own = flash(grouped, key, value, attn_mask=own_mask.to(key.dtype), scale=scale)
+    # a query that sees the prefix alone (a padding position's): in bf16 the kernel gives its row 0, not -inf
+    alone = (own_mask <= torch.finfo(own_mask.dtype).min / 2).all(dim=-1)
+    lse_own = lse_own.masked_fill(alone, float("-inf"))
+    top = torch.maximum(lse_head, lse_own)
+    w_head, w_own = (lse_head - top).exp().unsqueeze(-1), (lse_own - top).exp().nan_to_num().unsqueeze(-1)
+    mixed = (on_head.float() * w_head + own.float().nan_to_num() * w_own) / (w_head + w_own)
+    return mixed.to(value.dtype).reshape(rows, heads, q, dim).transpose(1, 2).contiguous(), None
 
 
 @contextlib.contextmanager

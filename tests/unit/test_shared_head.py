@@ -1,5 +1,6 @@
 """run/shared_head.py: attention over a prefix held once beside each row's own keys is the attention over the whole
-row, for grouped key-value heads, padding masked between the prefix and a row's own tokens, and rows taken in blocks."""
+row, for grouped key-value heads, padding masked between the prefix and a row's own tokens, a query that sees none of
+its row's own keys, in float32 and bfloat16."""
 
 import pytest
 import torch
@@ -7,12 +8,11 @@ import torch
 from grpo_ext.run import shared_head
 
 
-@pytest.mark.parametrize("block_bytes", [shared_head.SCORES_BYTES, 1])  # all rows at once; one row a block
+@pytest.mark.parametrize("queries", [1, 4])  # a decoding step; a row's own tokens encoded after the prefix
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_attention_over_a_prefix_held_once_is_the_attention_over_the_whole_row(block_bytes, dtype, monkeypatch):
-    monkeypatch.setattr(shared_head, "SCORES_BYTES", block_bytes)
+def test_attention_over_a_prefix_held_once_is_the_attention_over_the_whole_row(queries, dtype):
     g = torch.Generator().manual_seed(0)
-    rows, heads, groups, prefix, own, queries, dim = 3, 6, 2, 5, 7, 2, 8
+    rows, heads, groups, prefix, own, dim = 3, 6, 2, 5, 7, 8
 
     def randn(*shape):
         return torch.randn(*shape, generator=g).to(dtype)
@@ -23,6 +23,7 @@ def test_attention_over_a_prefix_held_once_is_the_attention_over_the_whole_row(b
     keep[0, ..., prefix : prefix + 3] = False  # row 0's padding, between the prefix and its own tokens
     keep[1, ..., -2:] = False  # row 1's positions not written yet
     keep[2, :, 0, -1] = False  # causal: the first query does not see the last key
+    keep[2, :, -1, prefix:] = False  # a query (a padding position's) that sees the prefix alone
     additive = torch.zeros(keep.shape).masked_fill(~keep, torch.finfo(torch.float32).min)
     setattr(keys, shared_head.HEAD, (head_keys, head_values))
 

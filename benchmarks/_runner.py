@@ -30,6 +30,13 @@ def measured(command: list[str], cwd: Path, label: str, env: dict | None = None)
     return wall, usage.ru_maxrss / 2**20  # KiB on Linux
 
 
+def environment(words: list[str]) -> tuple[list[str], dict[str, str]]:
+    """(recipe overrides, environment variables) of a candidate's words: ``key=value`` is an override, ``NAME=VALUE``
+    in capitals (``GRPO_EXT_PREFIX_ONCE=0``) a variable set for that contestant's process."""
+    env = dict(w.split("=", 1) for w in words if w.split("=", 1)[0].isupper())
+    return [w for w in words if w.split("=", 1)[0] not in env], env
+
+
 def accelerate(processes: int | None = None) -> list[str]:
     """The command that starts a script on several CPU processes: ``accelerate launch --config_file
     configs/cpu-ddp.yaml`` (DDP over gloo), with ``--num_processes`` where given (the config says 2)."""

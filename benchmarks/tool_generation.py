@@ -38,21 +38,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from _runner import environment  # noqa: E402
 
 
 def candidate(text: str) -> tuple[str, list[str]]:
-    """A candidate's label and its words: recipe overrides (key=value) and environment variables (NAME=VALUE, in
-    capitals, such as GRPO_EXT_PREFIX_ONCE=0)."""
+    """A candidate's label and its words: recipe overrides (key=value) and environment variables (``_runner.environment``)."""
     label, sep, overrides = text.partition(":")
     if not sep or not label.strip() or not overrides.strip():
         raise argparse.ArgumentTypeError(f"--candidate {text!r}: write it as 'LABEL: key=value [key=value ...]'")
     return label.strip(), shlex.split(overrides)
-
-
-def _environment(words: list[str]) -> tuple[list[str], dict[str, str]]:
-    """(recipe overrides, environment variables) of a candidate's words."""
-    env = dict(w.split("=", 1) for w in words if w.split("=", 1)[0].isupper())
-    return [w for w in words if w.split("=", 1)[0] not in env], env
 
 
 class Counter:
@@ -138,7 +134,7 @@ def launch(recipe: str, words: list[str]) -> dict:
     import os
 
     launched = time.time()
-    overrides, env = _environment(words)
+    overrides, env = environment(words)
     cmd = [sys.executable, __file__, "--child", recipe, *overrides]
     proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, check=False, env={**os.environ, **env})
     lines = [line for line in proc.stdout.splitlines() if line.startswith("RESULT ")]

@@ -7,9 +7,10 @@ Contestants, each a ``python -m grpo_ext.train`` of its own in a fresh process, 
 no pre-flight (``eval.enabled=false health.preflight=off``), into a scratch output_dir: ``single`` runs
 ``--single`` (arith: 2 prompts x 8 single replies a step), ``tools`` runs ``--tools`` as shipped (the same 16
 completions a step, each a conversation with the calculator), each candidate is ``tools`` with recipe overrides,
-e.g. ``--candidate "whole: groups.share_prompt=false"`` (every prompt encoded whole, for each row and after each tool
-result). ``--other DIR`` adds ``other``: ``tools`` run by the grpo_ext of another checkout (e.g. a ``git worktree`` of
-an earlier commit), started in it. ``--set`` adds overrides to every contestant. The contestants alternate (A B C,
+e.g. ``--candidate "whole: groups.share_prompt=false"`` (every prompt encoded whole, for each row and after each
+tool result) or, with an environment variable, ``--candidate "copied: GRPO_EXT_PREFIX_ONCE=0"``. ``--other DIR``
+adds ``other``: ``tools`` run by the grpo_ext of another checkout (e.g. a ``git worktree`` of an earlier commit),
+started in it. ``--set`` adds overrides to every contestant. The contestants alternate (A B C,
 then C B A).
 
 Per contestant, the medians over rounds: the mean seconds of a training step (``train_seconds`` of metrics.jsonl,
@@ -29,18 +30,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _runner import measured  # noqa: E402
+from _runner import environment, measured  # noqa: E402
 from seeds import candidate  # noqa: E402  benchmarks/seeds.py: 'LABEL: key=value ...'
 
 
-def run(recipe: str, overrides: list[str], steps: int, tree: Path = ROOT) -> dict:
+def run(recipe: str, words: list[str], steps: int, tree: Path = ROOT) -> dict:
     """One training run by the grpo_ext of ``tree`` (started there, so that its package is the one imported); its mean
     step seconds, wall seconds and peak RSS (GiB, the process's own, from wait4)."""
+    overrides, variables = environment(words)
     with tempfile.TemporaryDirectory() as scratch:
         out = Path(scratch) / "run"
         cmd = [sys.executable, "-m", "grpo_ext.train", recipe, f"training.max_steps={steps}", "eval.enabled=false"]
         cmd += ["health.preflight=off", f"output_dir={out}", "training.save_strategy=no", "save_final=false", *overrides]
-        env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+        env = {**os.environ, "HF_HUB_OFFLINE": "1", **variables}
         wall, rss = measured(cmd, tree, f"{recipe} {' '.join(overrides)}", env)
         seconds = [
             r["train_seconds"] for r in map(json.loads, (out / "metrics.jsonl").read_text().splitlines()) if "train_seconds" in r

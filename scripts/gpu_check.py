@@ -48,7 +48,7 @@ def main() -> int:
     try:
         recipe = grpo_ext.load_recipe(args.recipe, overrides)
         folder = memory.config_source(recipe.model, recipe.base_dir)
-        longest, shared = memory.prompt_tokens(recipe, folder)  # as grpo-ext plan counts them
+        longest, shared, _ = memory.prompt_tokens(recipe, folder)  # as grpo-ext plan counts them
         rows = memory.estimate(recipe, memory.model_shape(folder), longest, args.device, shared=shared)
         estimate = memory.total(rows)
         grpo_ext.train(recipe)

@@ -247,20 +247,31 @@ def test_the_plan_says_where_the_shape_came_from(qwen_doc, write_recipe, capsys)
     assert "shape of Qwen/Qwen2.5-1.5B from grpo_ext's table" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("bf16,share_prompt,quarters", [(False, True, 4), (True, True, 2), (True, False, 3)])
-def test_a_cpu_under_bf16_autocast_counts_the_cache_as_it_is_stored(bf16, share_prompt, quarters, monkeypatch):
+@pytest.mark.parametrize(
+    "bf16,share_prompt,copied,key_bytes,value_bytes",
+    [(False, True, False, 4, 4), (True, True, False, 2, 2), (True, True, True, 2, 2), (True, False, False, 4, 2)],
+)
+def test_a_cpu_counts_the_generation_cache_as_it_is_stored(bf16, share_prompt, copied, key_bytes, value_bytes, monkeypatch):
     """A CPU with bf16 runs under autocast over float32 weights: the values leave their projection in bf16, and the
     keys, float32 out of the rotary embedding, are stored in bf16 where grpo_ext's shared-prompt cache holds them
-    (``prefix_cache._narrowed``). The tool recipe's cache of 64 conversations, in quarters of its float32 size."""
-    from grpo_ext.run import hardware
+    (``prefix_cache._narrowed``). With the prompt shared, the cache holds its 454 tokens once for the 64
+    conversations (``shared_head``), unless ``GRPO_EXT_PREFIX_ONCE=0`` copies them into each."""
+    from grpo_ext.run import hardware, shared_head
 
     monkeypatch.setattr(hardware, "uses_bf16", lambda recipe: bf16)
+    if copied:
+        monkeypatch.setenv(shared_head.OFF, "0")
     recipe = load("arith-tools", [f"groups.share_prompt={str(share_prompt).lower()}"])
     shape = memory.model_shape(memory.config_source(recipe.model, recipe.base_dir))
     parts = {name: n for name, n, _ in memory.estimate(recipe, shape, 454, "cpu", shared=454)}
     seq = 454 + recipe.training.effective("max_completion_length")
-    float32 = memory.kv_cache_bytes(shape, 64, seq, 4)
-    assert parts["generation cache"] - 64 * shape.vocab * 8 == float32 * quarters // 4  # the sampling logits beside it
+
+    def kv(rows: int, tokens: int) -> int:
+        return rows * tokens * shape.layers * shape.kv_dim * (key_bytes + value_bytes)
+
+    once = share_prompt and not copied
+    expected = kv(1, 454) + kv(64, seq - 454) if once else kv(64, seq)
+    assert parts["generation cache"] - 64 * shape.vocab * 8 == expected  # the sampling logits beside it
 
 
 @pytest.mark.parametrize("held_out,max_prompts,seqs", [(None, None, 64), (2, None, 8), (40, None, 64), (40, 3, 12)])

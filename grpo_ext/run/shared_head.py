@@ -10,10 +10,11 @@ the whole row would weigh them. The result is the attention over the whole row (
 the tokens the copied cache gives: ``tests/integration/test_prefix_cache.py``), and it reads the prefix's keys once
 a step instead of once a row.
 
-Where it holds: on a CPU (the flash attention that returns its log-sum-exp is PyTorch's CPU kernel), a
-transformers with per-layer static caches and the two interfaces (5.x), a model whose every layer attends to the
-whole context (no sliding window, no soft-capped scores, no attention sinks), with the ``sdpa`` or ``eager``
-implementation. Elsewhere, and with ``GRPO_EXT_PREFIX_ONCE=0``, ``prefix_cache`` copies the prefix into each row.
+Where it holds: outside training steps (``supported``), on a CPU (the flash attention that returns its log-sum-exp
+is PyTorch's CPU kernel), a transformers with per-layer static caches and the two interfaces (5.x), a model whose
+every layer attends to the whole context (no sliding window, no soft-capped scores, no attention sinks), with the
+``sdpa`` or ``eager`` implementation. Elsewhere, and with ``GRPO_EXT_PREFIX_ONCE=0``, ``prefix_cache`` copies the
+prefix into each row.
 """
 
 import contextlib
@@ -30,8 +31,13 @@ _UNSUPPORTED = ("attn_logit_softcapping", "sliding_window", "use_sliding_window"
 
 
 def supported(model) -> bool:
-    """Whether ``model``'s generation can keep a shared prefix once (see the module's text)."""
-    if os.environ.get(OFF, "1").strip() == "0":
+    """Whether ``model``'s generation can keep a shared prefix once (see the module's text). Not while the model
+    trains (TRL's generation inside a training step): there the prefix is copied, as the recipes' published runs
+    were trained. Under bf16 the two attentions round differently, so a step samples other tokens, and one run of
+    ``recipes/arith-tools.yaml`` on seed 0 that held the prefix once in its steps learned to add whatever the question
+    (0.43 of the held-out questions right after training, against 0.98 copied: docs/benchmarks/tool-generation.md).
+    The evals, the pre-flight and ``grpo-ext eval`` sample with the model in eval mode, and hold it once."""
+    if os.environ.get(OFF, "1").strip() == "0" or model.training:
         return False
     try:
         from transformers.cache_utils import StaticLayer

@@ -369,3 +369,11 @@ def test_a_step_encodes_the_shared_prompt_once_for_all_its_micro_batches(tiny_mo
     assert _worst(step, whole) <= 1e-6 * largest, (_worst(step, whole), largest)
     assert found["step"][1] == [1, 2, 2, 2, 2]  # the prefix, then each micro-batch's rows from it
     assert found["micro-batch"][1] == [1, 2] * 4 and found["whole"][1] == [2] * 4
+
+
+def test_a_model_in_training_copies_the_prefix_and_one_in_eval_mode_holds_it_once(tiny_model):
+    """TRL's generation inside a training step copies the shared prefix into each row, as the recipes' published runs
+    trained; the evals, the pre-flight and ``grpo-ext eval`` sample in eval mode and hold it once (``shared_head``)."""
+    model = AutoModelForCausalLM.from_pretrained(tiny_model, **compat.dtype_kwargs(torch.float32))
+    assert shared_head.supported(model.eval()) is True
+    assert shared_head.supported(model.train()) is False

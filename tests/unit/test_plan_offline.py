@@ -254,8 +254,9 @@ def test_the_plan_says_where_the_shape_came_from(qwen_doc, write_recipe, capsys)
 def test_a_cpu_counts_the_generation_cache_as_it_is_stored(bf16, share_prompt, copied, key_bytes, value_bytes, monkeypatch):
     """A CPU with bf16 runs under autocast over float32 weights: the values leave their projection in bf16, and the
     keys, float32 out of the rotary embedding, are stored in bf16 where grpo_ext's shared-prompt cache holds them
-    (``prefix_cache._narrowed``). With the prompt shared, the cache holds its 454 tokens once for the 64
-    conversations (``shared_head``), unless ``GRPO_EXT_PREFIX_ONCE=0`` copies them into each."""
+    (``prefix_cache._narrowed``). With the prompt shared, the eval's cache holds its 454 tokens once for the 64
+    conversations (``shared_head``), unless ``GRPO_EXT_PREFIX_ONCE=0`` copies them into each; a training step's 16
+    copy them, and the larger of the two is counted."""
     from grpo_ext.run import hardware, shared_head
 
     monkeypatch.setattr(hardware, "uses_bf16", lambda recipe: bf16)
@@ -269,9 +270,11 @@ def test_a_cpu_counts_the_generation_cache_as_it_is_stored(bf16, share_prompt, c
     def kv(rows: int, tokens: int) -> int:
         return rows * tokens * shape.layers * shape.kv_dim * (key_bytes + value_bytes)
 
-    once = share_prompt and not copied
-    expected = kv(1, 454) + kv(64, seq - 454) if once else kv(64, seq)
-    assert parts["generation cache"] - 64 * shape.vocab * 8 == expected  # the sampling logits beside it
+    once = share_prompt and not copied  # the eval's 64 conversations; a training step's 16 copy the prompt
+    generation = batch_rules.generation_batch(recipe.training.effective)
+    batches = [(kv(1, 454) + kv(64, seq - 454) if once else kv(64, seq), 64), (kv(generation, seq), generation)]
+    expected, rows = max(batches)
+    assert parts["generation cache"] == expected + rows * shape.vocab * 8  # the sampling logits beside it
 
 
 @pytest.mark.parametrize("held_out,max_prompts,seqs", [(None, None, 64), (2, None, 8), (40, None, 64), (40, 3, 12)])

@@ -26,7 +26,6 @@ It assumes a fused attention kernel (no prompt-length-squared score matrices), a
 scaled-dot-product attention provides on current CPUs and GPUs.
 """
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -347,7 +346,7 @@ def estimate(
     # on a CPU an eval's batch holds the shared prompt's keys and values once for every row (run/shared_head.py);
     # a training step's copies them into each
     held = device == "cpu" and recipe.groups.share_prompt and shared >= prefix_cache.MIN_SHARED
-    held = held and os.environ.get(shared_head.OFF, "1").strip() != "0"
+    held = held and shared_head.enabled()
 
     def cache(seqs: int, once: bool) -> int:
         if once:

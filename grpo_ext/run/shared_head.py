@@ -37,31 +37,40 @@ def supported(model) -> bool:
     ``recipes/arith-tools.yaml`` on seed 0 that held the prefix once in its steps learned to add whatever the question
     (0.43 of the held-out questions right after training, against 0.98 copied: docs/benchmarks/tool-generation.md).
     The evals, the pre-flight and ``grpo-ext eval`` sample with the model in eval mode, and hold it once."""
-    if os.environ.get(OFF, "1").strip() == "0" or model.training:
-        return False
-    try:
-        from transformers.cache_utils import StaticLayer
-        from transformers.masking_utils import AttentionMaskInterface  # noqa: F401
-        from transformers.modeling_utils import AttentionInterface  # noqa: F401
-    except ImportError:
+    if not enabled() or model.training or not _installed():
         return False
     config = model.config
     text = config.get_text_config() if hasattr(config, "get_text_config") else config
-    if not hasattr(StaticLayer, "get_mask_sizes") or not hasattr(StaticLayer(max_cache_len=1), "cumulative_length"):
-        return False
     if any(getattr(text, field, None) for field in _UNSUPPORTED) or set(getattr(text, "layer_types", None) or ()) - {
         "full_attention"
     }:
         return False
     if "sinks" in {name.rsplit(".", 1)[-1] for name, _ in model.named_parameters()}:
         return False
-    import torch
-
-    if not hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu"):  # the log-sum-exp attend merges by
-        return False
     # On a GPU a fused kernel (flash, sdpa's) over the copied prefix is what generation is measured with; this
     # function's matrix products are measured on a CPU only
     return model.device.type == "cpu" and getattr(config, "_attn_implementation", None) in ("sdpa", "eager")
+
+
+def enabled() -> bool:
+    """False where ``GRPO_EXT_PREFIX_ONCE=0`` asks for the prefix copied into every row."""
+    return os.environ.get(OFF, "1").strip() != "0"
+
+
+@functools.cache  # asked at every generate call; the answer is the installed libraries'
+def _installed() -> bool:
+    """Whether this transformers has per-layer static caches and the attention interfaces, and this PyTorch the CPU
+    flash attention that returns its log-sum-exp (which ``attend`` merges by)."""
+    try:
+        import torch
+        from transformers.cache_utils import StaticLayer
+        from transformers.masking_utils import AttentionMaskInterface  # noqa: F401
+        from transformers.modeling_utils import AttentionInterface  # noqa: F401
+    except ImportError:
+        return False
+    if not hasattr(StaticLayer, "get_mask_sizes") or not hasattr(StaticLayer(max_cache_len=1), "cumulative_length"):
+        return False
+    return hasattr(torch.ops.aten, "_scaled_dot_product_flash_attention_for_cpu")
 
 
 def static_cache(model, length: int, head_cache):

@@ -110,7 +110,9 @@ SKIPPED = {"dealt": [0.5, 1 - 2 / 6, 0.5, 5 / 6], "bnpo": [0.5, 0.5, 0.0, 5 / 6]
 
 def launch(*args: str, timeout: int) -> subprocess.CompletedProcess:
     accelerate = shutil.which("accelerate", path=str(Path(sys.executable).parent)) or "accelerate"
-    cmd = [accelerate, "launch", "--config_file", str(ROOT / "configs" / "cpu-ddp.yaml"), *args]
+    # port 0: the launcher takes a free port, so two launches side by side (pytest -n 2) never meet on 29500
+    config = ("--config_file", str(ROOT / "configs" / "cpu-ddp.yaml"), "--main_process_port", "0")
+    cmd = [accelerate, "launch", *config, *args]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     return subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env, timeout=timeout)
 

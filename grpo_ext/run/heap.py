@@ -147,6 +147,30 @@ class ReleaseFreed(Behaviour):
         return loss(inputs)
 
 
+CAST_CACHE = "GRPO_EXT_CAST_CACHE"  # "1": keep autocast's cache of the weights' bfloat16 copies in training
+
+
+def uncached_casts(trainer) -> bool:
+    """On a CPU under bf16 autocast, turn off autocast's cache of the weights' bfloat16 copies for the trainer's
+    passes; returns whether it did. Autocast casts each float32 weight for its product and keeps the copy until the
+    outermost autocast block ends, so that a weight used twice in it is cast once: a loss pass, whose layers each
+    use their weights once, held a bfloat16 copy of every weight (0.25 GiB for SmolLM2-135M) beside its
+    activations, and left the heap that much larger for its backward. Without it each copy is freed after its
+    product; the values, and so the results, are the same. On ``recipes/guess.yaml`` (2 games a micro-batch) a
+    step's peak fell from 3.70-3.76 GiB to 3.44-3.48 at the same step time; on ``recipes/arith-tools.yaml`` from
+    3.50 to 3.32 GiB, its step 0.95 times as long (``docs/benchmarks/tool-generation.md``,
+    "Autocast's copies of the weights"). Only on a CPU, where it was measured (on a GPU ``model.dtype: auto`` loads
+    the weights in bfloat16 and nothing is cast), and not with ``GRPO_EXT_CAST_CACHE=1``. Call it before training
+    starts: accelerate reads the setting when it wraps the model."""
+    accelerator = trainer.accelerator
+    if not on_cpu(trainer) or not accelerator.native_amp or os.environ.get(CAST_CACHE, "0").strip() == "1":
+        return False
+    from accelerate.utils import AutocastKwargs
+
+    accelerator.autocast_handler = AutocastKwargs(cache_enabled=False)
+    return True
+
+
 def on_cpu(trainer) -> bool:
     """Whether ``trainer`` runs on a CPU, where the process's heap holds its tensors."""
     return trainer.accelerator.device.type == "cpu"

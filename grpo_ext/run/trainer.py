@@ -77,7 +77,9 @@ def make_trainer(
             need = compat.TRAINER_ADDED.get(name, str(compat.MIN_TRL))
             raise RunError(f"GRPOTrainer of trl {compat.trl_version()} takes no {name}; run: pip install -U 'trl>={need}'")
         kwargs[name] = value
-    return trl_internals.make(kwargs, list(behaviours), share_prompt)
+    trainer = trl_internals.make(kwargs, list(behaviours), share_prompt)
+    heap.uncached_casts(trainer)
+    return trainer
 
 
 def release_training_state(grpo) -> None:

@@ -10,9 +10,18 @@ from pathlib import Path
 from grpo_ext.core.errors import RecipeError
 
 
+def user_path(text: str | Path) -> Path:
+    """A path as a person typed it, ``~`` and ``~user`` expanded as a shell does: a user this machine does not know
+    (``~0``) leaves the text as it is, a name like any other, rather than an error."""
+    try:
+        return Path(text).expanduser()
+    except RuntimeError:  # pathlib: "Could not determine home directory"
+        return Path(text)
+
+
 def resolve_path(text: str, base_dir: Path) -> Path:
-    """A path as a recipe means it: ``~`` expanded, a relative path taken from the recipe's folder."""
-    path = Path(text).expanduser()
+    """A path as a recipe means it: ``~`` expanded (``user_path``), a relative path taken from the recipe's folder."""
+    path = user_path(text)
     return path if path.is_absolute() else base_dir / path
 
 

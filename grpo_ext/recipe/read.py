@@ -12,7 +12,7 @@ import yaml
 
 from grpo_ext.core import catalog
 from grpo_ext.core.errors import RecipeError
-from grpo_ext.core.files import exists, resolve_path
+from grpo_ext.core.files import exists, resolve_path, user_path
 from grpo_ext.core.text import shown, suggest
 from grpo_ext.core.values import kind_of
 from grpo_ext.core.yaml_io import YAMLRefused, load_checked, load_yaml
@@ -22,7 +22,7 @@ from grpo_ext.settings import model_names
 
 def locate(ref: str) -> Path:
     """A recipe path, or a shipped recipe's name (``digit``)."""
-    path = Path(ref).expanduser()
+    path = user_path(ref)
     if exists(path, "file"):
         return path
     shipped = catalog.shipped_recipes()

@@ -14,7 +14,7 @@ import yaml
 
 from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RecipeError, RunError
-from grpo_ext.core.files import exists
+from grpo_ext.core.files import exists, user_path
 from grpo_ext.core.yaml_io import load_yaml
 from grpo_ext.recipe import Model
 from grpo_ext.run import hardware, heap, launch, model_cache
@@ -169,7 +169,7 @@ def adapter_base(adapter_dir: Path, recorded: str | None = None) -> str:
     candidates = [n for n in (json.loads(config.read_text(encoding="utf-8")).get("base_model_name_or_path"), recorded) if n]
     if not candidates:
         raise RunError(f"{config} names no base model; set base_model_name_or_path in it")
-    usable = [n for n in candidates if n in catalog.MODELS or exists(Path(n).expanduser())]
+    usable = [n for n in candidates if n in catalog.MODELS or exists(user_path(n))]
     return (usable or candidates)[0]
 
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grpo_ext.core.errors import RecipeError
-from grpo_ext.core.files import os_problem, write_atomic
+from grpo_ext.core.files import os_problem, user_path, write_atomic
 from grpo_ext.settings.output_dir import (
     LOCK,
     MARKER,
@@ -253,7 +253,7 @@ def prepare(output_dir: str, *, overwrite: bool, resume: bool | str) -> Prepared
 
     ``resume``: True (``--resume``: continue, and say so when there is nothing to continue), ``"auto"`` (continue
     an unfinished run, else start one) or False."""
-    run_dir = Path(output_dir).expanduser()
+    run_dir = user_path(output_dir)
     if overwrite and resume is True:
         raise RecipeError("--overwrite and --resume contradict each other; pass one")
     if run_dir.exists() and not run_dir.is_dir():

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grpo_ext.core import catalog
-from grpo_ext.core.files import exists, resolve_path
+from grpo_ext.core.files import exists, resolve_path, user_path
 from grpo_ext.core.text import shown, suggest
 from grpo_ext.settings import compat
 
@@ -31,7 +31,7 @@ class Source:
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("GRPO_EXT_CACHE") or Path.home() / ".cache" / "grpo_ext").expanduser()
+    return user_path(os.environ.get("GRPO_EXT_CACHE") or Path.home() / ".cache" / "grpo_ext")
 
 
 def resolve(name: str, base_dir: Path) -> Source:

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from grpo_ext.core.files import user_path
+
 MARKER = ".grpo_ext_run"
 LOCK = ".lock"
 RUN_ID = "run_id"  # the key of summary.json that repeats the marker's id
@@ -172,7 +174,7 @@ def check(value: str, recipe_path: Path | None = None) -> str | None:
     """
     if not value.strip():
         return "output_dir: is empty; give a folder for the run, e.g. output_dir=runs/NAME"
-    target = Path(value).expanduser().resolve()
+    target = user_path(value).resolve()
     own = "a run needs a folder of its own, e.g. output_dir=runs/NAME"
     if target == Path(target.anchor):
         return f"output_dir: {value!r} is the root directory; {own}"

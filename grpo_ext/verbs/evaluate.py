@@ -20,7 +20,7 @@ from typing import Any
 
 from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import RecipeError, RunError
-from grpo_ext.core.files import exists, refuse_to_replace, write_atomic
+from grpo_ext.core.files import exists, refuse_to_replace, user_path, write_atomic
 from grpo_ext.recipe import Model, Recipe, load
 from grpo_ext.results import preflight, report, scoring
 from grpo_ext.run import chat_tools, data, hardware, heap, model_cache, models, rollouts, rundir, sampling
@@ -32,7 +32,7 @@ SHOWN_COMPLETIONS = 2
 
 def locate(ref: str) -> tuple[str, Path | None, Path | None]:
     """(weights to load, adapter directory or None, run directory or None) for one ``--model``."""
-    path = Path(ref).expanduser()
+    path = user_path(ref)
     if not exists(path, "dir"):
         return ref, None, None
     unsaved = rundir.unsaved_final(path)
@@ -57,7 +57,7 @@ def load_model(ref: str, section: Model, log) -> tuple[object, object, str]:
     try:
         model, tokenizer, described = models.load(dataclasses.replace(section, name=name, revision=None), Path.cwd(), log)
     except RunError as exc:
-        if name in catalog.MODELS or exists(Path(name).expanduser()):
+        if name in catalog.MODELS or exists(user_path(name)):
             raise
         if isinstance(exc, model_cache.HubUnreachable):
             raise RunError(
@@ -220,7 +220,7 @@ def evaluate_models(
     rewards; print the table and a few samples; write eval.json and eval.md to ``out`` (either file already there
     is replaced only with ``force``). Returns the result."""
     recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
-    dest = Path(out).expanduser() if out else default_out(recipe)
+    dest = user_path(out) if out else default_out(recipe)
     refuse_to_replace(written(dest), force, command="eval")
     recipe.build_rewards()  # a user's reward factory that refuses its args stops here, before any model loads
     console.quiet_third_parties(verbose)

@@ -34,7 +34,7 @@ from typing import Any
 
 from grpo_ext.core import catalog, console
 from grpo_ext.core.errors import Problem, RecipeError
-from grpo_ext.core.files import exists, refuse_to_replace, resolve_path, write_atomic
+from grpo_ext.core.files import exists, refuse_to_replace, resolve_path, user_path, write_atomic
 from grpo_ext.core.text import plural, suggest
 from grpo_ext.data import datafiles
 from grpo_ext.recipe import Data, Recipe, absolute_path, add_recipe_arguments, load
@@ -332,7 +332,7 @@ def _training_rows(recipe: Recipe):
 
 def _key(recipe: Recipe, model: str | None, reward: str, s: sampling.Settings, prompts: list) -> dict:
     """What a progress file must match to be resumed: model, reward, sampling, and the rows (a hash of their prompts)."""
-    where = Path(model).expanduser() if model else None
+    where = user_path(model) if model else None
     named = (
         str(where.resolve())
         if where and exists(where)
@@ -410,7 +410,7 @@ def filter_rows(
         raise RecipeError(f"--k {k}: must be at most {MAX_BATCH} samples a prompt, e.g. --k {K}")
     recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
     reward = _reward(recipe, reward)
-    dest = Path(out).expanduser() if out else default_out(recipe)
+    dest = user_path(out) if out else default_out(recipe)
     _check_out(dest, _data_path(recipe.data, recipe.base_dir), force)
     check_recipe_files(recipe)  # every row of a local data file, before anything heavy is imported
     console.quiet_third_parties(verbose)

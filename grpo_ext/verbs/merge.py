@@ -16,7 +16,7 @@ from pathlib import Path
 
 from grpo_ext.core import console
 from grpo_ext.core.errors import RecipeError, RunError
-from grpo_ext.core.files import refuse_to_replace
+from grpo_ext.core.files import refuse_to_replace, user_path
 from grpo_ext.recipe import Recipe, read_yaml, validate
 from grpo_ext.run import data, models, rundir, sampling
 from grpo_ext.settings import adapters
@@ -68,7 +68,7 @@ def merge(
     merged model must answer the eval prompts greedily exactly as the trained model does (RunError otherwise)."""
     run = Path(run_dir)
     recipe = read_run(run)
-    dest = Path(out).expanduser() if out else run / "merged"
+    dest = user_path(out) if out else run / "merged"
     refuse_to_replace([dest], force, command="merge", folder=True)
     console.quiet_third_parties(verbose=False)
     log = _once(log)  # the base loads twice (trained model, then the merge): its model line is said once

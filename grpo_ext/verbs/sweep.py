@@ -22,7 +22,7 @@ import yaml
 
 from grpo_ext.core import console
 from grpo_ext.core.errors import RecipeError
-from grpo_ext.core.files import refuse_to_replace, write_atomic
+from grpo_ext.core.files import refuse_to_replace, user_path, write_atomic
 from grpo_ext.core.text import plural
 from grpo_ext.core.yaml_io import load_yaml
 from grpo_ext.recipe import Recipe, add_recipe_arguments, load
@@ -165,10 +165,10 @@ def sweep(
     write eval_curve.json, eval_curve.md and eval_curve.png to ``out`` (default: the run directory), replacing them
     only with ``force`` (the checkpoints scored in them are then reused). Returns the curve."""
     recipe = recipe if isinstance(recipe, Recipe) else load(str(recipe), list(overrides))
-    run_dir = Path(run).expanduser()
+    run_dir = user_path(run)
     if not run_dir.is_dir():
         raise RecipeError(f"--checkpoints: {run_dir} is not a directory; pass the run directory (output_dir) of a run")
-    dest = Path(out).expanduser() if out else run_dir
+    dest = user_path(out) if out else run_dir
     refuse_to_replace([dest / f"{CURVE}{suffix}" for suffix in (".json", ".md", ".png")], force, command="eval --checkpoints")
     console.quiet_third_parties(verbose)
     curve = score_checkpoints(recipe, run_dir, dest, log)

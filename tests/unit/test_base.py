@@ -1,6 +1,7 @@
 """The base helpers: YAML that refuses a key given twice, atomic writes, and the docstring examples."""
 
 import doctest
+from pathlib import Path
 
 import pytest
 import yaml
@@ -84,3 +85,12 @@ def test_write_atomic_leaves_old_or_new(tmp_path, monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         files.write_atomic(path, "new")
     assert path.read_text() == "old" and [p.name for p in tmp_path.iterdir()] == ["summary.json"]  # no temporary left
+
+
+def test_a_path_names_an_unknown_users_home_as_a_shell_does(tmp_path, monkeypatch):
+    """``~`` is the home directory; ``~NAME`` of a user this machine lacks stays as typed (a relative name), as a shell
+    leaves it, instead of pathlib's RuntimeError reaching the person who typed it."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert files.user_path("~/runs") == tmp_path / "runs"
+    assert files.user_path("~0/runs") == Path("~0/runs")
+    assert files.resolve_path("~0", tmp_path / "recipes") == tmp_path / "recipes" / "~0"

@@ -321,8 +321,9 @@ def estimate(
     per_token = ACT_PER_TOKEN["hidden"] * shape.hidden + ACT_PER_TOKEN["intermediate"] * shape.intermediate
     if lora:
         per_token += sum(o for _, _, o in lora_targets(shape, lora)) // shape.layers
+    sharing = recipe.groups.share_prompt and shared >= prefix_cache.MIN_SHARED  # grpo_ext encodes the prompt once
     # the loss pass runs the prompts' shared head once a micro-batch (not under DeepSpeed or FSDP: run/trl_internals)
-    once = recipe.groups.share_prompt and shared >= prefix_cache.MIN_SHARED and batch > 1 and launch.sharding == "ddp"
+    once = sharing and batch > 1 and launch.sharding == "ddp"
     tokens = shared + batch * (seq - shared) if once else batch * seq
     head = f", the {shared} shared prompt tokens once" if once else ""
     if get("gradient_checkpointing"):
@@ -340,13 +341,12 @@ def estimate(
     kb = vb = b
     if device == "cpu" and b == 4 and hardware.uses_bf16(recipe):
         vb = 2
-        kb = 2 if recipe.groups.share_prompt and shared >= prefix_cache.MIN_SHARED else 4
+        kb = 2 if sharing else 4
     stored = "keys, values" if kb == vb == b else "keys and values in bf16" if kb == 2 else "float32 keys, bf16 values"
 
     # on a CPU an eval's batch holds the shared prompt's keys and values once for every row (run/shared_head.py);
     # a training step's copies them into each
-    held = device == "cpu" and recipe.groups.share_prompt and shared >= prefix_cache.MIN_SHARED
-    held = held and shared_head.enabled()
+    held = device == "cpu" and sharing and shared_head.enabled()
 
     def cache(seqs: int, once: bool) -> int:
         if once:

@@ -11,7 +11,8 @@ solved when the pass rate of ``--metric`` reaches ``--solved`` (0.9). The shippe
 ``shipped``, the contestant the others are compared with, unless ``--baseline "LABEL: KEY=VALUE ..."`` gives that
 place to the recipe with overrides of its own (variants compared with one another rather than with the recipe as
 shipped); the candidates add their overrides to the recipe, or name a recipe of their own with ``recipe=PATH``
-among them (``--candidate "tools: recipe=recipes/arith-tools.yaml"``). Seeds alternate between contestants so
+among them (``--candidate "tools: recipe=recipes/arith-tools.yaml"``), and ``NAME=VALUE`` in capitals sets a variable of
+the run's process (``--candidate "per-token: GRPO_EXT_CAST_ONCE=0"``). Seeds alternate between contestants so
 that a slow patch of the machine hits all of them alike. The last lines compare each candidate with the
 baseline: seeds solved, mean pass rate after, median wall time per run, and the median training seconds until
 a training batch first scored ``--metric`` at 0.9 on average (seeds where both did). Recipe paths are read from the
@@ -31,6 +32,7 @@ contestant has run. A run's trained model is deleted once it has been scored (0.
 import argparse
 import hashlib
 import json
+import os
 import shlex
 import shutil
 import statistics
@@ -44,6 +46,9 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))  # as when it runs as a script, also where a test loads it from its file
+
+from _runner import environment  # noqa: E402  benchmarks/_runner.py
 
 from grpo_ext.results import evalstats  # noqa: E402
 
@@ -78,6 +83,7 @@ def digest(recipe: str) -> str:
 
 def run_once(recipe: str, seed: int, overrides: list[str], metric: str, out: Path) -> dict:
     recipe, overrides = recipe_of(recipe, overrides)
+    overrides, variables = environment(overrides)  # NAME=VALUE in capitals: a variable of the run's process
     cmd = [
         sys.executable,
         "-m",
@@ -95,7 +101,7 @@ def run_once(recipe: str, seed: int, overrides: list[str], metric: str, out: Pat
     print(f"seeds: training seed {seed} ({' '.join([recipe, *overrides])}); its output: {log}", file=sys.stderr, flush=True)
     t0 = time.monotonic()
     with log.open("w", encoding="utf-8") as sink:
-        proc = subprocess.run(cmd, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, check=False)
+        proc = subprocess.run(cmd, cwd=ROOT, stdout=sink, stderr=subprocess.STDOUT, check=False, env={**os.environ, **variables})
     wall = time.monotonic() - t0
     if proc.returncode != 0:
         tail = log.read_text(encoding="utf-8")[-2000:]

@@ -111,6 +111,18 @@ def sharding_notes(environ: Mapping[str, str], has_cuda: bool) -> list[str]:
     ]
 
 
+CAST_ONCE = "GRPO_EXT_CAST_ONCE"  # "0": training's generate() casts as TRL's does, each weight at every token
+
+
+def decodes_from_bf16_copies(device: str, native_amp: bool, environ: Mapping[str, str] = os.environ) -> bool:
+    """Whether training's ``generate()`` runs under one cached bf16 autocast (``decoding.bf16_decoding``): on a CPU
+    where the loss pass computes under bf16 autocast (``native_amp``), unless ``GRPO_EXT_CAST_ONCE=0``. Through
+    TRL, each token's forward runs in accelerate's autocast block, which casts every float32 weight again (its cache
+    is off on a CPU, ``heap.uncached_casts``): a decoding step of a small model is bound by that. On a GPU TRL's own
+    path is kept: there ``model.dtype: auto`` loads bfloat16 weights and nothing is cast."""
+    return device == "cpu" and native_amp and environ.get(CAST_ONCE, "1").strip() != "0"
+
+
 def uses_bf16(recipe: Recipe) -> bool:
     """Whether a run of this recipe on this machine computes under bf16 autocast (the recipe's choice, else ours)."""
     precision = {key: value for key, value in recipe.training.settings.items() if key in ("bf16", "fp16")}

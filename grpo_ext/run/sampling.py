@@ -14,7 +14,7 @@ import contextlib
 import dataclasses
 
 from grpo_ext.recipe import Recipe, Training
-from grpo_ext.run import rollouts, shares
+from grpo_ext.run import decoding, rollouts, shares
 from grpo_ext.settings import compat
 
 
@@ -174,10 +174,9 @@ def whole_weights(trainer):
 
 
 def precision(model, s: Settings):
-    """The arithmetic samples are drawn under: bf16 autocast when ``s.bf16`` (as training), else as loaded."""
-    import torch
-
-    return torch.autocast(model.device.type, dtype=torch.bfloat16) if s.bf16 else contextlib.nullcontext()
+    """The arithmetic samples are drawn under: bf16 autocast when ``s.bf16`` (as training), each weight cast once a
+    call (``decoding.bf16_decoding``), else as loaded."""
+    return decoding.bf16_decoding(model, model.device.type) if s.bf16 else contextlib.nullcontext()
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ import inspect
 
 from grpo_ext.core.errors import RunError
 from grpo_ext.recipe import Recipe
-from grpo_ext.run import heap, trl_internals
+from grpo_ext.run import hardware, heap, trl_internals
 from grpo_ext.settings import compat
 
 
@@ -79,6 +79,7 @@ def make_trainer(
         kwargs[name] = value
     trainer = trl_internals.make(kwargs, list(behaviours), share_prompt)
     heap.uncached_casts(trainer)
+    trainer.generate_bf16 = hardware.decodes_from_bf16_copies(trainer.accelerator.device.type, trainer.accelerator.native_amp)
     return trainer
 
 

@@ -70,7 +70,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from grpo_ext.core.errors import RunError
-from grpo_ext.run import prefix_cache
+from grpo_ext.run import decoding, prefix_cache
 from grpo_ext.settings import compat
 
 # GRPOTrainer's methods the trainer below overrides to call the behaviours' hooks (its third is compute_loss, public).
@@ -148,6 +148,7 @@ def trainer_class():
         step_heads: prefix_cache.StepHeads | None = None  # set by ``make``: the step's prefix passes (step_shared)
         batch_prefix: list[int] | None = None  # the prompt tokens every row of the last training batch begins with
         in_training_step = False  # the Trainer's training_step is running: a micro-batch whose backward it runs
+        generate_bf16 = False  # set by ``trainer.make_trainer``: generate under one cached bf16 autocast (``hardware.decodes_from_bf16_copies``)
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             def trl(batch):
@@ -169,9 +170,11 @@ def trainer_class():
 
         def _generate_single_turn(self, *args, **kwargs):
             model = prefix_shared(self)
-            if model is None:
-                return super()._generate_single_turn(*args, **kwargs)
-            with prefix_cache.sharing(model):
+            with contextlib.ExitStack() as stack:
+                if self.generate_bf16:
+                    stack.enter_context(decoding.bf16_decoding(self.model, self.accelerator.device.type))
+                if model is not None:
+                    stack.enter_context(prefix_cache.sharing(model))
                 return super()._generate_single_turn(*args, **kwargs)
 
         def _get_per_token_logps_and_entropies(self, model, input_ids, attention_mask, logits_to_keep, *args, **kwargs):

@@ -79,7 +79,7 @@ def make_trainer(
         kwargs[name] = value
     trainer = trl_internals.make(kwargs, list(behaviours), share_prompt)
     heap.uncached_casts(trainer)
-    trainer.generate_bf16 = hardware.decodes_from_bf16_copies(trainer.accelerator.device.type, trainer.accelerator.native_amp)
+    trainer.cast_once = hardware.decodes_from_bf16_copies(trainer.accelerator.device.type, trainer.accelerator.native_amp)
     return trainer
 
 

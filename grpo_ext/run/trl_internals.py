@@ -148,7 +148,7 @@ def trainer_class():
         step_heads: prefix_cache.StepHeads | None = None  # set by ``make``: the step's prefix passes (step_shared)
         batch_prefix: list[int] | None = None  # the prompt tokens every row of the last training batch begins with
         in_training_step = False  # the Trainer's training_step is running: a micro-batch whose backward it runs
-        generate_bf16 = False  # set by ``trainer.make_trainer``: generate under one cached bf16 autocast (``hardware.decodes_from_bf16_copies``)
+        cast_once = False  # set by make_trainer: generate() casts each weight once (``decoding.bf16_decoding``)
 
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             def trl(batch):
@@ -171,7 +171,7 @@ def trainer_class():
         def _generate_single_turn(self, *args, **kwargs):
             model = prefix_shared(self)
             with contextlib.ExitStack() as stack:
-                if self.generate_bf16:
+                if self.cast_once:
                     stack.enter_context(decoding.bf16_decoding(self.model, self.accelerator.device.type))
                 if model is not None:
                     stack.enter_context(prefix_cache.sharing(model))

@@ -17,7 +17,7 @@ this table lists each one used here. A TRL release that moves one of them change
 | `_logs` | ``sampled``: the last generation batch, for ``completions.jsonl`` | 0.20.0 to 1.16.0 (3) |
 | `_textual_logs` | ``sampled`` on TRL 0.19 | 0.19.1 (0.20.0 renamed it) |
 | `_entropy_bonus_enabled` | ``entropy_bonus``: row skipping keeps every row when there is one | 1.8.0 to 1.16.0 (4) |
-| `_generate_single_turn` | overridden: ``prefix_shared``; ``scripted_replies``: tests script the replies | 1.0.0 to 1.16.0 (5) |
+| `_generate_single_turn` | overridden: ``prefix_shared``, ``bf16_decoding``; ``scripted_replies``: tests | 1.0.0 to 1.16.0 (5) |
 | `_tool_call_loop` | not called: ``rewards.tool_use.unanswered`` counts what it dropped | 0.26.2 to 1.16.0 (6) |
 | `_get_per_token_logps_and_entropies` | overridden: ``prompt_shared``; ``token_logps``; ``STEP_PHASES`` | 0.20.0 to 1.16.0 (7) |
 | `_compute_loss` | ``STEP_PHASES``, as above | 0.19.1 to 1.16.0 |

@@ -13,18 +13,28 @@ from tests.helpers import tiny_doc
 
 
 class SeesAutocast(TrainerCallback):
-    """Records, at each forward of the model's input embedding in training, whether autocast is on and whether it
-    caches casts (inside the model: accelerate's autocast wraps the model's forward, within its hooks)."""
+    """Records, at each forward of the model's input embedding in training that ``when()`` picks, whether autocast is
+    on and whether it caches casts (inside the model: accelerate's autocast wraps the model's forward, within its
+    hooks)."""
 
-    def __init__(self) -> None:
+    def __init__(self, when) -> None:
+        self.when = when
         self.seen: list[tuple[bool, bool]] = []
 
     def on_train_begin(self, args, state, control, model=None, **kwargs):
         def pre(module, inputs):
-            if module.training and torch.is_grad_enabled():  # the loss pass, not generate()
+            if self.when(module):
                 self.seen.append((torch.is_autocast_enabled("cpu"), torch.is_autocast_cache_enabled()))
 
         model.get_input_embeddings().register_forward_pre_hook(pre)
+
+
+def loss_pass(module) -> bool:
+    return module.training and torch.is_grad_enabled()  # not generate(), which runs without gradients
+
+
+def generation(module) -> bool:
+    return not torch.is_grad_enabled()  # generate(): with beta 0 and one iteration a batch, TRL runs no other
 
 
 @pytest.mark.parametrize("kept", [False, True])
@@ -38,26 +48,11 @@ def test_a_training_forward_casts_without_the_cache(digit_doc, tiny_model, tmp_p
     doc["groups"] = {"skip_zero_advantage": False}  # the tiny model's groups may all score alike: keep their loss pass
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump(doc))
-    seen = SeesAutocast()
+    seen = SeesAutocast(loss_pass)
     grpo_ext.train(path, callbacks=[seen])
     assert seen.seen, "no training forward was seen"
     assert all(on for on, _ in seen.seen)  # the loss pass runs under bf16 autocast
     assert {cached for _, cached in seen.seen} == {kept}
-
-
-class SeesGeneration(TrainerCallback):
-    """Records, at each forward of the model's input embedding without gradients in training (``generate()``: with
-    ``beta: 0`` and one iteration a batch, TRL runs no other), whether autocast is on and whether it caches casts."""
-
-    def __init__(self) -> None:
-        self.seen: list[tuple[bool, bool]] = []
-
-    def on_train_begin(self, args, state, control, model=None, **kwargs):
-        def pre(module, inputs):
-            if not torch.is_grad_enabled():
-                self.seen.append((torch.is_autocast_enabled("cpu"), torch.is_autocast_cache_enabled()))
-
-        model.get_input_embeddings().register_forward_pre_hook(pre)
 
 
 @pytest.mark.parametrize("once", [True, False])
@@ -70,7 +65,7 @@ def test_training_generates_from_bf16_copies_cast_once(digit_doc, tiny_model, tm
     doc["training"].update(bf16=True, max_steps=1, save_strategy="no", beta=0.0)
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump(doc))
-    seen = SeesGeneration()
+    seen = SeesAutocast(generation)
     grpo_ext.train(path, callbacks=[seen])
     assert seen.seen, "no generation forward was seen"
     assert {on for on, _ in seen.seen} == {True}  # each decoding step, under bf16 autocast either way
